@@ -98,6 +98,23 @@ public interface ConnectionParameters {
     boolean initiator();
 
     /**
+     * Whether this side's RDMA provider can perform RDMA Read: {@link SmbDirectConnection#rdmaRead}
+     * works, and buffers can be registered for {@link RemoteAccess#READ}. Upper layers that let the
+     * receiver pull data (as the sockets-direct session protocol does) advertise this to their peer.
+     *
+     * @return {@code true} when RDMA Read is available
+     */
+    boolean rdmaRead();
+
+    /**
+     * Whether this side's RDMA provider can send with invalidate; when it cannot, the token given
+     * to {@link SmbDirectConnection#sendAndInvalidate} is ignored (MS-SMBD 3.1.5.1 allows this).
+     *
+     * @return {@code true} when remote invalidation is available
+     */
+    boolean remoteInvalidate();
+
+    /**
      * The RDMA provider carrying the connection, as {@code type/name}.
      *
      * @return for example {@code sim/sim0}

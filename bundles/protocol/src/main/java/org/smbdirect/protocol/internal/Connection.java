@@ -1252,6 +1252,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             rb.revoke();
         }
         connectFuture.completeExceptionally(failure);
+        transport.connectionEnded(this, why, wasEstablished);
         ConnectionHandler h = handler;
         if (h != null && delivered) {
             try {
@@ -1275,7 +1276,6 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         sendBuffers = null;
         receiveBuffers = null;
         fragmentReassemblyBuffer = null;
-        transport.connectionEnded(this, why, wasEstablished);
         closeFuture.complete(null);
     }
 
@@ -1780,6 +1780,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         private final int ird;
         private final int ord;
         private final boolean initiator;
+        private final boolean rdmaRead;
+        private final boolean remoteInvalidate;
         private final String provider;
 
         Parameters(Connection c) {
@@ -1795,6 +1797,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             ird = c.irdInUse;
             ord = c.ordInUse;
             initiator = c.initiator;
+            rdmaRead = c.capabilities.rdmaRead();
+            remoteInvalidate = c.capabilities.remoteInvalidate();
             provider = c.provider.type() + "/" + c.provider.name();
         }
 
@@ -1856,6 +1860,16 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         @Override
         public boolean initiator() {
             return initiator;
+        }
+
+        @Override
+        public boolean rdmaRead() {
+            return rdmaRead;
+        }
+
+        @Override
+        public boolean remoteInvalidate() {
+            return remoteInvalidate;
         }
 
         @Override

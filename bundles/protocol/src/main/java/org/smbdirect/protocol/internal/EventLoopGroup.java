@@ -37,6 +37,14 @@ final class EventLoopGroup {
         return loops.length;
     }
 
+    java.util.List<Thread> threads() {
+        java.util.List<Thread> out = new java.util.ArrayList<>();
+        for (Loop l : loops) {
+            out.add(l.thread);
+        }
+        return out;
+    }
+
     /** Stops every loop thread and waits for them to end. */
     void shutdown() {
         for (Loop l : loops) {

@@ -298,9 +298,9 @@ public final class SmbDirectTransport implements SmbDirect {
         }
     }
 
-    /** Engine threads, for tests and diagnostics. */
-    int engineThreads() {
-        return loops.size();
+    /** The engine threads, for tests and diagnostics. */
+    List<Thread> engineThreadList() {
+        return loops.threads();
     }
 
     @Override

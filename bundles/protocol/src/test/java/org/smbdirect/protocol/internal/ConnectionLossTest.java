@@ -1,0 +1,190 @@
+package org.smbdirect.protocol.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.transport.ConnectionLostException;
+import org.smbdirect.transport.RegisteredBuffer;
+import org.smbdirect.transport.RemoteAccess;
+import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectListener;
+import org.smbdirect.transport.TerminationReason;
+
+/** Connection Loss (MS-SMBD 3.1.7.1), closing, and misuse by the upper layer. */
+class ConnectionLossTest {
+    private Fixture fx;
+    private RdmaProvider engineSide;
+    private RdmaProvider peerSide;
+    private final Recorder upper = new Recorder();
+
+    @BeforeEach
+    void setUp() throws Exception {
+        fx = new Fixture();
+        engineSide = fx.provider();
+        peerSide = fx.provider();
+    }
+
+    @AfterEach
+    void tearDown() {
+        fx.close();
+    }
+
+    private Established established(SmbDirectConfig cfg) throws Exception {
+        return Established.passive(fx, fx.transport(cfg, engineSide), engineSide, peerSide, upper,
+                RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
+    }
+
+    /** 3.1.7.1: the peer disconnects; the upper layer is told, pending work fails, registrations go. */
+    @Test
+    void peerDisconnect_notifiesUpperLayerAndReleasesEverything() throws Exception {
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            RegisteredBuffer reg = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.READ);
+            // No credits yet (the peer has granted none), so this send waits.
+            CompletableFuture<Void> pending = e.connection.send(ByteBuffer.wrap(new byte[10])).toCompletableFuture();
+            e.peer.endpoint.disconnect();
+            assertEquals(TerminationReason.PEER_DISCONNECTED, upper.loss().reason());
+            ExecutionException ex = assertThrows(ExecutionException.class, () -> Fixture.get(pending));
+            assertInstanceOf(ConnectionLostException.class, ex.getCause());
+            assertFalse(reg.isRegistered());
+            assertFalse(e.connection.isOpen());
+            assertEquals(TerminationReason.PEER_DISCONNECTED, e.connection.loss().get().reason());
+            assertEquals(0, e.connection.statistics().registrationsLive());
+            CompletableFuture<Void> after = e.connection.send(ByteBuffer.wrap(new byte[1])).toCompletableFuture();
+            assertInstanceOf(ConnectionLostException.class,
+                    assertThrows(ExecutionException.class, () -> Fixture.get(after)).getCause());
+            assertThrows(ConnectionLostException.class,
+                    () -> e.connection.register(ByteBuffer.allocateDirect(16), RemoteAccess.READ));
+        }
+    }
+
+    /** close() sends what was queued first, then disconnects; the upper layer reads LOCAL_CLOSE. */
+    @Test
+    void close_sendsQueuedMessagesThenDisconnects() throws Exception {
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {1}));
+            upper.message();
+            List<CompletableFuture<Void>> sends = new ArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                sends.add(e.connection.send(ByteBuffer.wrap(new byte[] {(byte) i})).toCompletableFuture());
+            }
+            CompletableFuture<Void> closed = e.connection.closeAsync().toCompletableFuture();
+            for (int i = 0; i < 5; i++) {
+                assertEquals(i, e.peer.receive()[24]);
+            }
+            Fixture.get(closed);
+            for (CompletableFuture<Void> s : sends) {
+                Fixture.get(s);
+            }
+            assertEquals(TerminationReason.LOCAL_CLOSE, upper.loss().reason());
+            e.peer.awaitEnded();
+        }
+    }
+
+    /** The provider carrying a connection goes away: PROVIDER_STOPPED. */
+    @Test
+    void providerRemoved_endsItsConnections() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        try (Established e = Established.passive(fx, t, engineSide, peerSide, upper,
+                RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072))) {
+            t.removeProvider(engineSide);
+            assertEquals(TerminationReason.PROVIDER_STOPPED, upper.loss().reason());
+            e.peer.awaitEnded();
+            assertEquals(null, t.provider());
+        }
+    }
+
+    /** Closing the transport ends its connections with TRANSPORT_SHUTDOWN and stops its threads. */
+    @Test
+    void transportClose_endsConnections() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        try (Established e = Established.passive(fx, t, engineSide, peerSide, upper,
+                RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072))) {
+            List<Thread> threads = t.engineThreadList();
+            assertTrue(threads.stream().allMatch(Thread::isAlive));
+            t.close();
+            assertEquals(TerminationReason.TRANSPORT_SHUTDOWN, upper.loss().reason());
+            assertTrue(threads.stream().noneMatch(Thread::isAlive), "engine threads stopped");
+        }
+    }
+
+    /** Too many messages waiting: refused, and the connection keeps working. */
+    @Test
+    void tooManyPendingSends_refusedAndConnectionStaysUsable() throws Exception {
+        try (Established e = established(SmbDirectConfig.builder().maxPendingSends(3).build())) {
+            for (int i = 0; i < 3; i++) {
+                e.connection.send(ByteBuffer.wrap(new byte[] {(byte) i}));
+            }
+            IllegalStateException ex = assertThrows(IllegalStateException.class,
+                    () -> e.connection.send(ByteBuffer.wrap(new byte[1])));
+            assertTrue(ex.getMessage().contains("maxPendingSends 3"), ex.getMessage());
+            e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[0]));
+            for (int i = 0; i < 3; i++) {
+                assertEquals(i, e.peer.receive()[24]);
+            }
+            assertTrue(e.connection.isOpen());
+        }
+    }
+
+    /** A blocking call from a handler (an engine thread) is refused instead of deadlocking. */
+    @Test
+    void blockingCallFromHandler_isRefused() throws Exception {
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        upper.onMessage = (c, m) -> {
+            try {
+                c.sendAndWait(ByteBuffer.wrap(new byte[1]), Duration.ofSeconds(1));
+            } catch (Throwable t) {
+                thrown.set(t);
+            }
+        };
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {1}));
+            upper.message();
+            assertInstanceOf(IllegalStateException.class, Fixture.await(thrown::get));
+            assertTrue(e.connection.isOpen());
+        }
+    }
+
+    /** The connection is not visible to the upper layer if the accept handler declines it. */
+    @Test
+    void acceptHandlerReturningNull_closesTheConnection() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        SmbDirectListener l = t.listen(fx.anyAddress(engineSide), c -> null);
+        try (RawPeer peer = RawPeer.connect(peerSide, l.localAddress(), null, 8)) {
+            peer.send(RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
+            peer.receive();
+            peer.awaitEnded();
+            Fixture.awaitTermination(t, TerminationReason.LOCAL_CLOSE);
+        }
+    }
+
+    /** The engine's idle connections send nothing and hold no timers beyond the idle check. */
+    @Test
+    void connections_listsOnlyOpenConnections() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        try (Established e = Established.passive(fx, t, engineSide, peerSide, upper,
+                RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072))) {
+            List<SmbDirectConnection> open = t.connections();
+            assertEquals(List.of(e.connection), open);
+            e.connection.close();
+            assertTrue(t.connections().isEmpty());
+            assertEquals(1, t.statistics().connectionsEstablished());
+            assertEquals(0, t.statistics().connectionsOpen());
+        }
+    }
+}
