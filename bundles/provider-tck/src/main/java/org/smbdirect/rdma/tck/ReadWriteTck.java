@@ -223,7 +223,9 @@ public abstract class ReadWriteTck extends ProviderTck {
         MemoryRegion in = l.server().register(256, Access.LOCAL_WRITE);
         l.server().postReceive("r", in);
         MemoryRegion staging = l.client().register(256, Access.LOCAL_WRITE);
-        l.client().endpoint().postRead("rd", new Sge[] {Sge.of(staging)}, 1, source.remoteOffset(), source.token(), 0);
+        // DEFER lets the provider hand both requests over together, so the fence is what orders them
+        l.client().endpoint().postRead("rd", new Sge[] {Sge.of(staging)}, 1, source.remoteOffset(), source.token(),
+                RequestFlags.DEFER);
         l.client().send("fenced", staging, 0, 256, RequestFlags.READ_FENCE);
         List<Completion> c = l.client().sendCq().poll(2);
         assertEquals("rd", c.get(0).context());
@@ -247,7 +249,7 @@ public abstract class ReadWriteTck extends ProviderTck {
         MemoryRegion sink = l.server().register(128, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
         MemoryRegion staging = l.client().register(128, Access.LOCAL_WRITE);
         Sge[] all = {Sge.of(staging)};
-        l.client().endpoint().postRead("rd", all, 1, source.remoteOffset(), source.token(), 0);
+        l.client().endpoint().postRead("rd", all, 1, source.remoteOffset(), source.token(), RequestFlags.DEFER);
         l.client().endpoint().postWrite("wr", all, 1, sink.remoteOffset(), sink.token(), RequestFlags.READ_FENCE);
         List<Completion> c = l.client().sendCq().poll(2);
         assertEquals(RdmaStatus.SUCCESS, c.get(1).status());
