@@ -55,6 +55,11 @@ final class Scheduler {
         }
     }
 
+    /** Tells whether the calling thread is a fabric thread of any provider. */
+    static boolean onAnyFabricThread() {
+        return Thread.currentThread() instanceof Worker;
+    }
+
     /** Tells whether the calling thread is one of this scheduler's fabric threads. */
     boolean isFabricThread() {
         Thread t = Thread.currentThread();

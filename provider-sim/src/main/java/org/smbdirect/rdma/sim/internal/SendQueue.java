@@ -5,10 +5,11 @@ package org.smbdirect.rdma.sim.internal;
  * invalidates, in posted order. Structure of arrays indexed by slot, preallocated at the endpoint's
  * depth, so that posting and completing allocate nothing.
  *
- * <p>Three monotonic counters split the ring: {@code [head, next)} started (transmitted or executed),
- * awaiting in-order completion; {@code [next, tail)} posted, not started. Slots are written by a
- * posting thread only while free and under the endpoint's lock; {@code tail} and {@code head} move
- * under that lock; {@code next} and the slot states belong to the connection's actor.
+ * <p>Four monotonic counters split the ring: {@code [head, next)} started (arrived at the peer, or
+ * executed), awaiting in-order completion; {@code [next, sent)} transmitted, in flight to the peer;
+ * {@code [sent, tail)} posted, not yet transmitted. Slots are written by a posting thread only while
+ * free and under the endpoint's lock; {@code tail} and {@code head} move under that lock; {@code
+ * next}, {@code sent} and the slot states belong to the connection's actor.
  */
 final class SendQueue {
     static final byte OP_SEND = 1;
@@ -45,6 +46,7 @@ final class SendQueue {
 
     long head;
     long next;
+    long sent;
     long tail;
 
     SendQueue(int depth, int maxSge, int inlineThreshold) {

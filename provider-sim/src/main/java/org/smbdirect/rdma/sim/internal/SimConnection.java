@@ -304,7 +304,11 @@ final class SimConnection extends Actor {
         }
     }
 
-    /** Starts (transmits or executes) posted requests of {@code x} in order; returns how many. */
+    /**
+     * Moves {@code x}'s requests along, in order: transmits posted ones as far as READ_FENCE and ORD
+     * allow (with the latency model, each gets its arrival time), then starts those that have
+     * arrived (their effect at the peer, or a local invalidate). Returns how many it started.
+     */
     private int start(SimEndpoint x, SimEndpoint y, long now, int budget) {
         SendQueue q = x.sq;
         long tail;
@@ -312,27 +316,32 @@ final class SimConnection extends Actor {
             tail = q.tail;
         }
         SimSettings live = host.live();
-        int n = 0;
-        while (q.next < tail && n < budget) {
-            int s = q.slot(q.next);
-            int f = q.flags[s];
+        while (q.sent < tail) {
+            int s = q.slot(q.sent);
             byte op = q.op[s];
-            if ((f & RequestFlags.READ_FENCE) != 0 && x.readsOutstanding > 0) {
+            if ((q.flags[s] & RequestFlags.READ_FENCE) != 0 && x.readsOutstanding > 0) {
                 break;
             }
-            if (op == SendQueue.OP_READ && x.readsOutstanding >= readLimit(x, y)) {
-                break;
-            }
-            long arrival = 0;
-            if (live.latencyEnabled && op != SendQueue.OP_INVALIDATE) {
-                if (q.due[s] == UNSET) {
-                    q.due[s] = arrival(x, op == SendQueue.OP_READ ? 0 : q.length[s], now, live);
-                }
-                arrival = q.due[s];
-                if (arrival - now > 0) {
-                    host.timer.schedule(wake, arrival);
+            if (op == SendQueue.OP_READ) {
+                if (x.readsOutstanding >= readLimit(x, y)) {
                     break;
                 }
+                if (++x.readsOutstanding > x.peakReadsOutstanding) {
+                    x.peakReadsOutstanding = x.readsOutstanding;
+                }
+            }
+            q.due[s] = live.latencyEnabled && op != SendQueue.OP_INVALIDATE
+                    ? arrival(x, op == SendQueue.OP_READ ? 0 : q.length[s], now, live) : 0;
+            q.sent++;
+        }
+        int n = 0;
+        while (q.next < q.sent && n < budget) {
+            int s = q.slot(q.next);
+            byte op = q.op[s];
+            long arrival = q.due[s];
+            if (arrival != 0 && arrival - now > 0) {
+                host.timer.schedule(wake, arrival);
+                break;
             }
             int fault = faults.decide(op, live);
             if ((fault & FaultInjector.DISCONNECT) != 0) {
@@ -513,6 +522,11 @@ final class SimConnection extends Actor {
         String refusal;
         synchronized (y.regionLock) {
             refusal = checkRemote(t, y, Access.REMOTE_READ, offset, len);
+            if (refusal == null) {
+                // the responder serves the read now; its data is placed when the response arrives
+                t.pins++;
+                q.subject[s] = t;
+            }
         }
         if (capture != null) {
             capture.readRequest(x, y, q, s);
@@ -526,7 +540,6 @@ final class SimConnection extends Actor {
                     + refusal);
             return;
         }
-        x.readsOutstanding++;
         q.state[s] = SendQueue.STARTED;
     }
 
@@ -655,30 +668,38 @@ final class SimConnection extends Actor {
         return progress;
     }
 
-    /** Places an RDMA Read's data: the response arrives. */
+    /**
+     * Places an RDMA Read's data: the response arrives. The responder granted the read when the
+     * request arrived; a later invalidation does not undo that, a deregistration since then (only
+     * possible from a callback, which cannot wait) does.
+     */
     private RdmaStatus placeRead(SimEndpoint x, SimEndpoint y, SendQueue q, int s) {
         x.readsOutstanding--;
+        SimRegion t = q.subject[s];
         int len = q.length[s];
-        long offset = q.remoteOffset[s];
-        SimRegion t = y.provider.regions.get(q.remoteToken[s]);
-        if (!localValid(q, s)) {
-            return RdmaStatus.LOCAL_PROTECTION_ERROR;
-        }
-        String refusal;
+        int at = (int) (q.remoteOffset[s] - t.remoteOffset);
+        boolean placed;
         synchronized (y.regionLock) {
-            refusal = checkRemote(t, y, Access.REMOTE_READ, offset, len);
-            if (refusal == null) {
-                Copy.scatterFrom(t.mem, (int) (offset - t.remoteOffset), len, q.sgeRegion, q.sgeOffset, q.sgeLength,
-                        s * q.maxSge, q.sgeCount[s]);
+            placed = t.state != SimRegion.DEREGISTERED && localValid(q, s);
+            if (placed) {
+                Copy.scatterFrom(t.mem, at, len, q.sgeRegion, q.sgeOffset, q.sgeLength, s * q.maxSge, q.sgeCount[s]);
             }
+            unpin(t);
         }
-        if (refusal != null) {
-            return RdmaStatus.REMOTE_ACCESS_ERROR;
+        if (!placed) {
+            return t.state == SimRegion.DEREGISTERED ? RdmaStatus.REMOTE_ACCESS_ERROR : RdmaStatus.LOCAL_PROTECTION_ERROR;
         }
         if (capture != null) {
-            capture.readResponse(y, x, t, (int) (offset - t.remoteOffset), len, q.psn[s]);
+            capture.readResponse(y, x, t, at, len, q.psn[s]);
         }
         return RdmaStatus.SUCCESS;
+    }
+
+    /** Releases a read's pin; called with the region's endpoint's region lock held. */
+    private static void unpin(SimRegion t) {
+        if (--t.pins == 0) {
+            t.endpoint.regionLock.notifyAll();
+        }
     }
 
     // ================================================================ tear-down
@@ -753,6 +774,7 @@ final class SimConnection extends Actor {
         for (;;) {
             Object ctx;
             byte op;
+            SimRegion pinned;
             synchronized (x) {
                 if (q.head == q.tail) {
                     break;
@@ -760,10 +782,19 @@ final class SimConnection extends Actor {
                 int s = q.slot(q.head);
                 ctx = q.context[s];
                 op = q.op[s];
+                pinned = op == SendQueue.OP_READ && q.state[s] == SendQueue.STARTED ? q.subject[s] : null;
                 q.clear(s);
                 q.head++;
                 if (q.next < q.head) {
                     q.next = q.head;
+                }
+                if (q.sent < q.head) {
+                    q.sent = q.head;
+                }
+            }
+            if (pinned != null) {
+                synchronized (pinned.endpoint.regionLock) {
+                    unpin(pinned);
                 }
             }
             x.sendCq.push(ctx, x, TYPE_OF_OP[op], RdmaStatus.FLUSHED, 0, false, false, 0);

@@ -56,6 +56,8 @@ final class SimEndpoint implements Endpoint {
 
     // ---- owned by the connection's actor
     int readsOutstanding;
+    /** The most RDMA Reads this endpoint had outstanding at once (observable ORD enforcement). */
+    volatile int peakReadsOutstanding;
     boolean beganConnecting;
     boolean established;
     boolean terminalDelivered;
@@ -207,6 +209,9 @@ final class SimEndpoint implements Endpoint {
             for (SimRegion r : all) {
                 r.state = SimRegion.DEREGISTERED;
             }
+            for (SimRegion r : all) {
+                awaitUnpinned(r);
+            }
         }
         for (SimRegion r : all) {
             provider.regions.remove(r);
@@ -339,8 +344,34 @@ final class SimEndpoint implements Endpoint {
             }
             r.state = SimRegion.DEREGISTERED;
             regions.remove(r);
+            awaitUnpinned(r);
         }
         provider.regions.remove(r);
+    }
+
+    /**
+     * MS-SMBD 3.1.4.4: when deregistration returns, no remote access is in progress. An RDMA Read
+     * the peer was granted before has its data placed (or is flushed) first. On a fabric thread
+     * (a callback) it cannot wait for the fabric; the read then fails REMOTE_ACCESS_ERROR instead.
+     * Called with the region lock held.
+     */
+    private void awaitUnpinned(SimRegion r) {
+        if (r.pins == 0 || Scheduler.onAnyFabricThread()) {
+            return;
+        }
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        try {
+            while (r.pins > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    SimLog.warn("deregistration of " + r + " gave up waiting for RDMA Reads in flight");
+                    return;
+                }
+                java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(regionLock, left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private SimRegion own(MemoryRegion region, String op) throws RdmaException {

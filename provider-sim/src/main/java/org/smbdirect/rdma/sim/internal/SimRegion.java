@@ -21,6 +21,11 @@ final class SimRegion implements MemoryRegion {
     int token;
     /** Guarded by the endpoint's region lock for transitions; read without it on the data path. */
     volatile int state;
+    /**
+     * RDMA Reads the peer's requests have been granted on this region whose data has not been placed
+     * yet. Deregistration waits for them. Guarded by the endpoint's region lock.
+     */
+    int pins;
 
     SimRegion(SimEndpoint endpoint, ByteBuffer mem, int access, long remoteOffset) {
         this.endpoint = endpoint;

@@ -98,6 +98,16 @@ final class SimSettings {
      * @throws IllegalArgumentException naming an unknown key, a value of the wrong type, or a value out of range
      */
     static SimSettings fromMap(Map<String, ?> map) {
+        return new SimSettings(configOf(map));
+    }
+
+    /**
+     * A {@link SimConfig} view of a map (what SCR would hand the component), with the annotation's
+     * defaults for absent keys.
+     *
+     * @throws IllegalArgumentException naming an unknown key or a value of the wrong type
+     */
+    static SimConfig configOf(Map<String, ?> map) {
         Map<String, Method> byKey = new LinkedHashMap<>();
         for (Method m : SimConfig.class.getDeclaredMethods()) {
             if (m.getParameterCount() == 0 && m.getDefaultValue() != null) {
@@ -133,7 +143,7 @@ final class SimSettings {
                     Object v = values.get(m);
                     return v != null ? v : m.getDefaultValue();
                 });
-        return new SimSettings(proxy);
+        return proxy;
     }
 
     /** The configuration key of a {@link SimConfig} method. */
