@@ -19,15 +19,23 @@ import org.smbdirect.rdma.tck.ProviderPair;
 final class SimFixture implements ProviderFixture {
     private static final AtomicInteger FABRICS = new AtomicInteger();
     private final boolean single;
+    private final Map<String, Object> overrides;
 
     SimFixture(boolean single) {
-        this.single = single;
+        this(single, Map.of());
     }
 
-    static Map<String, Object> baseConfig() {
+    /** A fixture whose providers get these configuration values on top of the kit's. */
+    SimFixture(boolean single, Map<String, Object> overrides) {
+        this.single = single;
+        this.overrides = overrides;
+    }
+
+    Map<String, Object> baseConfig() {
         Map<String, Object> c = new HashMap<>();
         c.put("fabric", "tck-" + FABRICS.incrementAndGet());
         c.put("maxRegionSize", 16 << 20);
+        c.putAll(overrides);
         return c;
     }
 
