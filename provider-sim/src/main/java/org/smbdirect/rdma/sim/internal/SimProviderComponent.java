@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.Hashtable;
 import java.util.Map;
 
+import org.osgi.annotation.bundle.Capability;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.component.annotations.Activate;
@@ -26,6 +27,9 @@ import org.smbdirect.rdma.RdmaProvider;
  * registered. An invalid change is rejected (the exception names the key and its range) and the
  * provider keeps running as it was.
  */
+// The component registers the service itself; declare it so that resolvers see the capability.
+@Capability(namespace = "osgi.service", attribute = "objectClass:List<String>=\"org.smbdirect.rdma.RdmaProvider\"",
+        uses = RdmaProvider.class, effective = "active")
 @Component(service = {}, configurationPid = SimConfig.PID, configurationPolicy = ConfigurationPolicy.OPTIONAL,
         immediate = true)
 @Designate(ocd = SimConfig.class, factory = true)
