@@ -284,6 +284,24 @@ public abstract class ReadWriteTck extends ProviderTck {
     }
 
     /**
+     * An endpoint whose ORD is 0 cannot start an RDMA Read: INVALID_STATE at the call.
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void read_withOrdZero_invalidState() throws Exception {
+        assumeRead();
+        Link l = link(new LinkSpec().acceptDepths(Math.min(1, server().capabilities().maxIrd()), 0));
+        assertEquals(0, l.server().endpoint().ord());
+        MemoryRegion source = l.client().register(64, Access.REMOTE_READ);
+        MemoryRegion dst = l.server().register(64, Access.LOCAL_WRITE);
+        assertFails(RdmaStatus.INVALID_STATE, () -> l.server().endpoint().postRead("r", new Sge[] {Sge.of(dst)}, 1,
+                source.remoteOffset(), source.token(), 0));
+        assertEquals(EndpointState.CONNECTED, l.server().endpoint().state());
+        assertRoundTrip(l);
+    }
+
+    /**
      * A write source needs no access rights (local read is always granted); a read target needs
      * LOCAL_WRITE.
      *

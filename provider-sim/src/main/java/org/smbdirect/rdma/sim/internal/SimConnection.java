@@ -401,9 +401,12 @@ final class SimConnection extends Actor {
         return x.linkFreeAt + live.latencyMicros * 1000L;
     }
 
-    /** RDMA Reads towards the peer that may be outstanding: this side's ORD and the peer's IRD. */
+    /**
+     * RDMA Reads towards the peer that may be outstanding: this side's ORD, and the peer's IRD
+     * (a peer with IRD 0 refuses reads when they arrive).
+     */
     private static int readLimit(SimEndpoint x, SimEndpoint y) {
-        return Math.max(1, Math.min(x.ord, y.ird));
+        return y.ird == 0 ? x.ord : Math.min(x.ord, y.ird);
     }
 
     private void startSend(SimEndpoint x, SimEndpoint y, SendQueue q, int s, boolean forcedRnr) {
@@ -516,6 +519,15 @@ final class SimConnection extends Actor {
 
     private void startRead(SimEndpoint x, SimEndpoint y, SendQueue q, int s) {
         int len = q.length[s];
+        if (y.ird == 0) {
+            if (capture != null) {
+                capture.readRequest(x, y, q, s);
+                capture.nak(y, x, CaptureSet.SYNDROME_INVALID_REQUEST);
+            }
+            failAt(x, q, RdmaStatus.REMOTE_INVALID_REQUEST, RdmaStatus.CONNECTION_RESET,
+                    "RDMA Read towards a peer whose IRD is 0");
+            return;
+        }
         long offset = q.remoteOffset[s];
         int token = q.remoteToken[s];
         SimRegion t = y.provider.regions.get(token);

@@ -458,6 +458,9 @@ final class SimEndpoint implements Endpoint {
         }
         checkFlags("postRead", flags, READ_FLAGS);
         int total = checkSgl("postRead", sgl, count, 1, options.maxSendSge(), false, true);
+        if (state == EndpointState.CONNECTED && ord == 0) {
+            throw new RdmaException(RdmaStatus.INVALID_STATE, "postRead: the endpoint's ORD is 0, so no RDMA Read can start");
+        }
         enqueue(SendQueue.OP_READ, "postRead", context, sgl, count, flags, total, remoteOffset, null, remoteToken);
     }
 

@@ -109,6 +109,17 @@ class SimSemanticsTest extends ProviderTck {
         assertBytes(bytes(source, 0, 64), bytes(staging, 0, 64), "the read itself completed");
     }
 
+    /** A read towards a peer that serves none (IRD 0) is refused when it arrives: REMOTE_INVALID_REQUEST. */
+    @Test
+    void readTowardsPeerWithIrdZero_remoteInvalidRequest() throws Exception {
+        Link l = link(new LinkSpec().acceptDepths(0, 2));
+        MemoryRegion source = l.server().register(64, Access.REMOTE_READ);
+        MemoryRegion dst = l.client().register(64, Access.LOCAL_WRITE);
+        l.client().endpoint().postRead("r", new Sge[] {Sge.of(dst)}, 1, source.remoteOffset(), source.token(), 0);
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, l.client().sendCq().next().status());
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, terminal(l.client()).status());
+    }
+
     /** The literal contract (MS-SMBD 6.2): the active side takes the accepted IRD and ORD as they are. */
     @Test
     void activeSide_takesAcceptedIrdAndOrdLiterally() throws Exception {
