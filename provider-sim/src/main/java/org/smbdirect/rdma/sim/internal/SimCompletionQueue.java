@@ -44,6 +44,8 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
     private int callbacksDue;
     private boolean overflowed;
     private boolean closed;
+    /** The provider shut down: no more completions or callbacks. */
+    private boolean stopped;
     /** Endpoints (not yet closed) that report here. Guarded by this. */
     private final List<SimEndpoint> users = new ArrayList<>();
 
@@ -75,7 +77,7 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
         List<SimEndpoint> toFail = null;
         boolean wake = false;
         synchronized (this) {
-            if (closed || overflowed) {
+            if (closed || overflowed || stopped) {
                 return;
             }
             if (pushCount - popCount == depth) {
@@ -141,7 +143,7 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
         }
         boolean wake = false;
         synchronized (this) {
-            if (closed) {
+            if (closed || stopped) {
                 return;
             }
             armed = armed == null ? armType : armed.combine(armType);
@@ -220,15 +222,16 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
         provider.forget(this);
     }
 
-    /** Closes regardless of users, when the provider shuts down. */
-    void forceClose() {
+    /**
+     * When the provider shuts down: no more completions or callbacks, but what is queued stays
+     * retrievable until the consumer closes the queue or drops it.
+     */
+    void shutdown() {
         synchronized (this) {
             users.clear();
-        }
-        try {
-            close();
-        } catch (RdmaException e) {
-            // cannot happen: no users left
+            armed = null;
+            callbacksDue = 0;
+            stopped = true;
         }
     }
 

@@ -343,8 +343,9 @@ final class SimProvider implements RdmaProvider {
         }
         scheduler.awaitQuiet(Math.max(1, deadline - System.nanoTime()));
         for (SimCompletionQueue q : new ArrayList<>(queues)) {
-            q.forceClose();
+            q.shutdown();
         }
+        queues.clear();
         endpoints.clear();
         scheduler.stop(Math.max(1, deadline - System.nanoTime()));
         timer.stop();

@@ -109,6 +109,15 @@ class SimSemanticsTest extends ProviderTck {
         assertBytes(bytes(source, 0, 64), bytes(staging, 0, 64), "the read itself completed");
     }
 
+    @Test
+    void providerClose_queuedCompletionsStayRetrievable() throws Exception {
+        Link l = link();
+        l.server().postReceive("r", l.server().register(8, Access.LOCAL_WRITE));
+        server().close();
+        assertEquals(RdmaStatus.FLUSHED, l.server().recvCq().next().status());
+        assertEquals(List.of(), l.server().recvCq().drain());
+    }
+
     /** A read towards a peer that serves none (IRD 0) is refused when it arrives: REMOTE_INVALID_REQUEST. */
     @Test
     void readTowardsPeerWithIrdZero_remoteInvalidRequest() throws Exception {
