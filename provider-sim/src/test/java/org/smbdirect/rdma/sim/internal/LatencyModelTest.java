@@ -32,24 +32,6 @@ class LatencyModelTest extends ProviderTck {
     }
 
     @Test
-    void sendQueueFull_insufficientResources_untilCompletionsFreeSlots() throws Exception {
-        Link l = link(new LinkSpec().clientOptions(b -> b.sendQueueDepth(2)));
-        MemoryRegion in = l.server().register(16, Access.LOCAL_WRITE);
-        for (int i = 0; i < 3; i++) {
-            l.server().postReceive("r" + i, in);
-        }
-        MemoryRegion out = l.client().register(16, 0);
-        l.client().send("a", out, 0, 4, 0);
-        l.client().send("b", out, 0, 4, 0);
-        assertFails(RdmaStatus.INSUFFICIENT_RESOURCES, () -> l.client().send("c", out, 0, 4, 0));
-        assertEquals("a", l.client().sendCq().next().context());
-        l.client().send("c", out, 0, 4, 0);
-        List<Completion> c = l.client().sendCq().poll(2);
-        assertEquals("b", c.get(0).context());
-        assertEquals("c", c.get(1).context());
-    }
-
-    @Test
     void ord_limitsReadsInFlight() throws Exception {
         for (int ord : new int[] {1, 4}) {
             Link l = link(new LinkSpec().acceptDepths(ord, ord).connectDepths(ord, ord));

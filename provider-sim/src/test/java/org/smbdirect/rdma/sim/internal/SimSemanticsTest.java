@@ -69,6 +69,26 @@ class SimSemanticsTest extends ProviderTck {
         assertEquals(RdmaStatus.INVALID_TOKEN, terminal(l.server()).status());
     }
 
+    /** Deferred requests occupy their slots until handed over: a full send queue refuses more. */
+    @Test
+    void sendQueueFull_insufficientResources_untilCompletionsFreeSlots() throws Exception {
+        Link l = link(new LinkSpec().clientOptions(b -> b.sendQueueDepth(2)));
+        MemoryRegion in = l.server().register(16, Access.LOCAL_WRITE);
+        for (int i = 0; i < 3; i++) {
+            l.server().postReceive("r" + i, in);
+        }
+        MemoryRegion out = l.client().register(16, 0);
+        l.client().send("a", out, 0, 4, RequestFlags.DEFER);
+        l.client().send("b", out, 0, 4, RequestFlags.DEFER);
+        assertFails(RdmaStatus.INSUFFICIENT_RESOURCES, () -> l.client().send("c", out, 0, 4, 0));
+        ((SimEndpoint) l.client().endpoint()).connection.kick(); // what a later post would do
+        List<Completion> c = l.client().sendCq().poll(2);
+        assertEquals("a", c.get(0).context());
+        assertEquals("b", c.get(1).context());
+        l.client().send("c", out, 0, 4, 0);
+        assertEquals("c", l.client().sendCq().next().context());
+    }
+
     /** DEFER: the sim hands a deferred request over only with the next request without DEFER. */
     @Test
     void deferredSend_heldUntilNextNonDeferredPost() throws Exception {
