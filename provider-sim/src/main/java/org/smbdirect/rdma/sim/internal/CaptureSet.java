@@ -63,30 +63,52 @@ final class CaptureSet {
     private static final int CM_DREP = 0x0016;
     private static final int GSI_QKEY = 0x80010000;
 
-    private final PcapWriter[] writers;
-    private final int mtu;
-    private final byte[] mad = new byte[256];
+    /** The providers whose capture files see this connection (the second is null when the same). */
+    private final SimProvider first;
+    private final SimProvider second;
+    private byte[] mad;
     private int udPsn;
     private long transactionId;
 
-    private CaptureSet(PcapWriter[] writers) {
-        this.writers = writers;
-        int m = 4096;
-        for (PcapWriter w : writers) {
-            m = Math.min(m, w.mtu);
-        }
-        this.mtu = m;
+    private CaptureSet(SimProvider first, SimProvider second) {
+        this.first = first;
+        this.second = second;
     }
 
-    /** The capture of a connection between the two providers, or {@code null} when neither captures. */
+    /**
+     * The capture of a connection between two providers. Each frame goes to the capture files the
+     * providers have at that moment, so turning capture on or off applies to running connections;
+     * sequence numbers advance either way.
+     */
     static CaptureSet create(SimProvider a, SimProvider b) {
-        PcapWriter wa = a.capture();
-        PcapWriter wb = b == null || b == a ? null : b.capture();
-        if (wa == null && wb == null) {
-            return null;
+        return new CaptureSet(a, b == null || b == a ? null : b);
+    }
+
+    private PcapWriter writer1() {
+        return first.capture();
+    }
+
+    private PcapWriter writer2() {
+        return second == null ? null : second.capture();
+    }
+
+    /** The path MTU: the smallest of the capturing providers', 4096 when none captures. */
+    private int mtu() {
+        PcapWriter w1 = writer1();
+        PcapWriter w2 = writer2();
+        int m = 4096;
+        if (w1 != null) {
+            m = Math.min(m, w1.mtu);
         }
-        return new CaptureSet(wa == null ? new PcapWriter[] {wb} : wb == null ? new PcapWriter[] {wa}
-                : new PcapWriter[] {wa, wb});
+        if (w2 != null) {
+            m = Math.min(m, w2.mtu);
+        }
+        return m;
+    }
+
+    /** Whether any capture file sees this connection now. */
+    private boolean capturing() {
+        return writer1() != null || writer2() != null;
     }
 
     private static int packets(int len, int mtu) {
@@ -97,7 +119,12 @@ final class CaptureSet {
 
     void send(SimEndpoint x, SimEndpoint y, SendQueue q, int s, boolean solicited, boolean invalidate) {
         int len = q.length[s];
+        int mtu = mtu();
         int n = packets(len, mtu);
+        if (!capturing()) {
+            x.psn = (x.psn + n) & 0xFFFFFF;
+            return;
+        }
         byte[] inline = (q.flags[s] & RequestFlags.INLINE) != 0 ? q.inline[s] : null;
         for (int i = 0; i < n; i++) {
             boolean last = i == n - 1;
@@ -112,7 +139,12 @@ final class CaptureSet {
 
     void write(SimEndpoint x, SimEndpoint y, SendQueue q, int s) {
         int len = q.length[s];
+        int mtu = mtu();
         int n = packets(len, mtu);
+        if (!capturing()) {
+            x.psn = (x.psn + n) & 0xFFFFFF;
+            return;
+        }
         byte[] inline = (q.flags[s] & RequestFlags.INLINE) != 0 ? q.inline[s] : null;
         for (int i = 0; i < n; i++) {
             boolean last = i == n - 1;
@@ -130,13 +162,17 @@ final class CaptureSet {
         rc(x, y, READ_REQUEST, false, true, x.psn, RETH, q.remoteOffset[s], q.remoteToken[s], len, 0,
                 null, 0, null, null, 0, 0, 0);
         // a read request consumes one PSN per response packet
-        x.psn = (x.psn + packets(len, mtu)) & 0xFFFFFF;
+        x.psn = (x.psn + packets(len, mtu())) & 0xFFFFFF;
     }
 
     /** The responder {@code y} returns the data of a read to {@code x}. */
     void readResponse(SimEndpoint y, SimEndpoint x, SimRegion src, int srcOffset, int len, int firstPsn) {
+        int mtu = mtu();
         int n = packets(len, mtu);
         y.msn = (y.msn + 1) & 0xFFFFFF;
+        if (!capturing()) {
+            return;
+        }
         for (int i = 0; i < n; i++) {
             boolean last = i == n - 1;
             int opcode = n == 1 ? READ_RESPONSE_ONLY : i == 0 ? READ_RESPONSE_FIRST : !last ? READ_RESPONSE_MIDDLE
@@ -163,39 +199,53 @@ final class CaptureSet {
     private void rc(SimEndpoint from, SimEndpoint to, int opcode, boolean se, boolean ackRequest, int psn, int headers,
             long va, int key, int dmaLength, int syndrome, SendQueue q, int s, byte[] inline, SimRegion region,
             int regionOffset, int messageOffset, int n) {
-        int srcIp = from.provider.ipv4;
-        int dstIp = to.provider.ipv4;
-        for (PcapWriter w : writers) {
-            synchronized (w) {
-                RoceFramer f = w.framer;
-                f.begin(srcIp, dstIp, from.qpn, opcode, se, to.qpn, ackRequest, psn);
-                if ((headers & RETH) != 0) {
-                    f.reth(va, key, dmaLength);
-                }
-                if ((headers & AETH) != 0) {
-                    f.aeth(syndrome, from.msn);
-                }
-                if ((headers & IETH) != 0) {
-                    f.ieth(key);
-                }
-                if (n > 0) {
-                    int at = f.payloadOffset();
-                    if (q != null) {
-                        Copy.extract(q.sgeRegion, q.sgeOffset, q.sgeLength, s * q.maxSge, q.sgeCount[s], inline,
-                                messageOffset, f.frame, at, n);
-                    } else {
-                        region.mem.get(regionOffset + messageOffset, f.frame, at, n);
-                    }
-                    f.payload(n);
-                }
-                w.append(f.finish());
+        PcapWriter w1 = writer1();
+        PcapWriter w2 = writer2();
+        if (w1 != null) {
+            rcFrame(w1, from, to, opcode, se, ackRequest, psn, headers, va, key, dmaLength, syndrome, q, s, inline, region,
+                    regionOffset, messageOffset, n);
+        }
+        if (w2 != null) {
+            rcFrame(w2, from, to, opcode, se, ackRequest, psn, headers, va, key, dmaLength, syndrome, q, s, inline, region,
+                    regionOffset, messageOffset, n);
+        }
+    }
+
+    private static void rcFrame(PcapWriter w, SimEndpoint from, SimEndpoint to, int opcode, boolean se,
+            boolean ackRequest, int psn, int headers, long va, int key, int dmaLength, int syndrome, SendQueue q, int s,
+            byte[] inline, SimRegion region, int regionOffset, int messageOffset, int n) {
+        synchronized (w) {
+            RoceFramer f = w.framer;
+            f.begin(from.provider.ipv4, to.provider.ipv4, from.qpn, opcode, se, to.qpn, ackRequest, psn);
+            if ((headers & RETH) != 0) {
+                f.reth(va, key, dmaLength);
             }
+            if ((headers & AETH) != 0) {
+                f.aeth(syndrome, from.msn);
+            }
+            if ((headers & IETH) != 0) {
+                f.ieth(key);
+            }
+            if (n > 0) {
+                int at = f.payloadOffset();
+                if (q != null) {
+                    Copy.extract(q.sgeRegion, q.sgeOffset, q.sgeLength, s * q.maxSge, q.sgeCount[s], inline,
+                            messageOffset, f.frame, at, n);
+                } else {
+                    region.mem.get(regionOffset + messageOffset, f.frame, at, n);
+                }
+                f.payload(n);
+            }
+            w.append(f.finish());
         }
     }
 
     // ================================================================ connection management
 
     void cmRequest(SimConnection c) {
+        if (writer1() == null && writer2() == null) {
+            return;
+        }
         SimEndpoint a = c.active;
         int dstIp = ipv4(c.target.getAddress().getAddress());
         byte[] m = cmHeader(CM_REQ, ++transactionId);
@@ -230,6 +280,9 @@ final class CaptureSet {
     }
 
     void cmReply(SimConnection c) {
+        if (writer1() == null && writer2() == null) {
+            return;
+        }
         SimEndpoint a = c.active;
         SimEndpoint p = c.passive;
         SimConnectionRequest r = c.request;
@@ -249,6 +302,9 @@ final class CaptureSet {
     }
 
     void cmReadyToUse(SimConnection c) {
+        if (writer1() == null && writer2() == null) {
+            return;
+        }
         byte[] m = cmHeader(CM_RTU, ++transactionId);
         put32(m, 24, c.active.commId);
         put32(m, 28, c.passive.commId);
@@ -257,6 +313,9 @@ final class CaptureSet {
 
     /** The passive side (or, with no listener, its CM) rejects the request. */
     void cmReject(SimConnection c, SimEndpoint passive, int reason, byte[] privateData) {
+        if (writer1() == null && writer2() == null) {
+            return;
+        }
         byte[] m = cmHeader(CM_REJ, transactionId);
         put32(m, 24, passive == null ? 0 : passive.commId);
         put32(m, 28, c.active.commId);
@@ -270,6 +329,9 @@ final class CaptureSet {
     }
 
     void cmDisconnect(SimEndpoint from, SimEndpoint to) {
+        if (writer1() == null && writer2() == null) {
+            return;
+        }
         byte[] m = cmHeader(CM_DREQ, ++transactionId);
         put32(m, 24, from.commId);
         put32(m, 28, to.commId);
@@ -283,12 +345,20 @@ final class CaptureSet {
     }
 
     void flush() {
-        for (PcapWriter w : writers) {
-            w.flush();
+        PcapWriter w1 = writer1();
+        PcapWriter w2 = writer2();
+        if (w1 != null) {
+            w1.flush();
+        }
+        if (w2 != null) {
+            w2.flush();
         }
     }
 
     private byte[] cmHeader(int attribute, long tid) {
+        if (mad == null) {
+            mad = new byte[256];
+        }
         byte[] m = mad;
         Arrays.fill(m, (byte) 0);
         m[0] = 1;    // base version
@@ -302,20 +372,29 @@ final class CaptureSet {
 
     private void mad(int srcIp, int dstIp, int srcQpn) {
         int psn = udPsn++ & 0xFFFFFF;
-        for (PcapWriter w : writers) {
-            synchronized (w) {
-                RoceFramer f = w.framer;
-                f.begin(srcIp, dstIp, srcQpn, UD_SEND_ONLY, false, 1, false, psn);
-                f.deth(GSI_QKEY, 1);
-                System.arraycopy(mad, 0, f.frame, f.payloadOffset(), 256);
-                f.payload(256);
-                w.append(f.finish());
-            }
+        PcapWriter w1 = writer1();
+        PcapWriter w2 = writer2();
+        if (w1 != null) {
+            madFrame(w1, srcIp, dstIp, srcQpn, psn);
+        }
+        if (w2 != null) {
+            madFrame(w2, srcIp, dstIp, srcQpn, psn);
+        }
+    }
+
+    private void madFrame(PcapWriter w, int srcIp, int dstIp, int srcQpn, int psn) {
+        synchronized (w) {
+            RoceFramer f = w.framer;
+            f.begin(srcIp, dstIp, srcQpn, UD_SEND_ONLY, false, 1, false, psn);
+            f.deth(GSI_QKEY, 1);
+            System.arraycopy(mad, 0, f.frame, f.payloadOffset(), 256);
+            f.payload(256);
+            w.append(f.finish());
         }
     }
 
     private int mtuCode() {
-        return Integer.numberOfTrailingZeros(mtu) - 7; // 256 -> 1 ... 4096 -> 5
+        return Integer.numberOfTrailingZeros(mtu()) - 7; // 256 -> 1 ... 4096 -> 5
     }
 
     private static long guid(int ip) {

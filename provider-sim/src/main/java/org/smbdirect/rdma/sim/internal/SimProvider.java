@@ -35,6 +35,7 @@ final class SimProvider implements RdmaProvider {
     /** The value of {@link RdmaProvider#PROP_TYPE}. */
     static final String TYPE = "sim";
     private static final AtomicInteger INSTANCES = new AtomicInteger();
+    private static final Set<String> NAMES = ConcurrentHashMap.newKeySet();
     private static final long CLOSE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     final SimSettings settings;
@@ -56,8 +57,15 @@ final class SimProvider implements RdmaProvider {
     private volatile boolean closed;
 
     private SimProvider(SimSettings s) throws IOException {
-        String n = s.name.isEmpty() ? "sim" + INSTANCES.getAndIncrement() : s.name;
-        this.fabric = Fabric.join(s.fabric, this, s.address);
+        String n = claimName(s.name);
+        Fabric f;
+        try {
+            f = Fabric.join(s.fabric, this, s.address);
+        } catch (RuntimeException e) {
+            NAMES.remove(n);
+            throw e;
+        }
+        this.fabric = f;
         this.address = fabric.addressOf(this);
         this.ipv4 = CaptureSet.ipv4(address.getAddress());
         this.settings = s.withIdentity(n, address.getHostAddress());
@@ -69,7 +77,25 @@ final class SimProvider implements RdmaProvider {
         } catch (IOException | RuntimeException e) {
             scheduler.stop(CLOSE_TIMEOUT_NANOS);
             fabric.leave(this);
+            NAMES.remove(n);
             throw e;
+        }
+    }
+
+    /** Provider names are unique among live simulated providers ({@code provider.name} is unique per type). */
+    private static String claimName(String requested) {
+        if (!requested.isEmpty()) {
+            if (!NAMES.add(requested)) {
+                throw new IllegalArgumentException("invalid configuration: name = " + requested
+                        + " is already used by another simulated provider");
+            }
+            return requested;
+        }
+        for (;;) {
+            String n = "sim" + INSTANCES.getAndIncrement();
+            if (NAMES.add(n)) {
+                return n;
+            }
         }
     }
 
@@ -355,6 +381,7 @@ final class SimProvider implements RdmaProvider {
             }
         }
         fabric.leave(this);
+        NAMES.remove(name());
     }
 
     @Override

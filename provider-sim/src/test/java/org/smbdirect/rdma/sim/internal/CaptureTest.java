@@ -293,6 +293,36 @@ class CaptureTest extends ProviderTck {
         tshark(file); // opens without error
     }
 
+    /** Turning capture on or off applies to connections already running. */
+    @Test
+    void reconfigure_turnsCaptureOnAndOffForRunningConnections() throws Exception {
+        SimProvider p = (SimProvider) client();
+        Link l = link();
+        MemoryRegion in = l.server().register(64, Access.LOCAL_WRITE);
+        MemoryRegion out = l.client().register(64, 0);
+        Map<String, Object> off = new HashMap<>(config);
+        off.put("capture.enabled", false);
+        off.put("fabric", p.settings.fabric);
+        p.reconfigure(SimSettings.fromMap(off));
+        l.server().postReceive("r0", in);
+        l.client().send("unseen", out, 0, 8, 0);
+        l.client().sendCq().next();
+        Path second = dir.resolve("second.pcap");
+        Map<String, Object> on = new HashMap<>(off);
+        on.put("capture.enabled", true);
+        on.put("capture.path", second.toString());
+        p.reconfigure(SimSettings.fromMap(on));
+        l.server().postReceive("r1", in);
+        l.client().send("seen", out, 0, 8, 0);
+        l.client().sendCq().next();
+        client().close();
+        List<Frame> first = read(file, 65535);
+        assertEquals(3, first.size(), "the first file has the connection set-up only");
+        List<Frame> frames = read(second, 65535);
+        assertEquals(List.of(0x04, 0x11, 0x64, 0x64), frames.stream().map(CaptureTest::opcode).collect(
+                java.util.stream.Collectors.toList()), "the second file has the later send, its ACK and the disconnect");
+    }
+
     private void openProvidersAgain() throws Exception {
         closeProviders();
         openProviders();

@@ -122,6 +122,18 @@ class SimSettingsTest {
     }
 
     @Test
+    void nameTaken_refused_untilTheProviderCloses() throws Exception {
+        Map<String, Object> c = Map.of("fabric", "settings-name", "name", "unique-name");
+        try (SimProvider a = SimProvider.open(SimSettings.fromMap(c))) {
+            RdmaException e = assertThrows(RdmaException.class, () -> new SimProviderFactory().create(
+                    Map.of("fabric", "other-fabric", "name", "unique-name")));
+            assertTrue(e.getMessage().contains("name = unique-name"), e.getMessage());
+            assertEquals("unique-name", a.name());
+        }
+        new SimProviderFactory().create(c).get(0).close();
+    }
+
+    @Test
     void addressTaken_onTheSameFabric_refused() throws Exception {
         Map<String, Object> c = Map.of("fabric", "settings-address", "address", "10.9.9.9");
         try (SimProvider a = SimProvider.open(SimSettings.fromMap(c))) {
