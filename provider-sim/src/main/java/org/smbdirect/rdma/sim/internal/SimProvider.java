@@ -331,8 +331,9 @@ final class SimProvider implements RdmaProvider {
             }
             closed = true;
         }
-        if (scheduler.isFabricThread()) {
-            // Called from a callback: finish on another thread, the fabric threads must keep running meanwhile.
+        if (Scheduler.onAnyFabricThread()) {
+            // Called from a callback: finish on another thread; fabric threads (of this provider or of
+            // the one hosting its connections) must keep running meanwhile.
             Thread t = new Thread(this::shutdown, Scheduler.THREAD_PREFIX + name() + "-closer");
             t.setDaemon(true);
             t.start();
