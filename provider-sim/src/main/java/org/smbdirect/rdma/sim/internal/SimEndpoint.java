@@ -398,6 +398,7 @@ final class SimEndpoint implements Endpoint {
             throw new RdmaException(RdmaStatus.NOT_SUPPORTED, "postInvalidate: this provider cannot invalidate");
         }
         checkFlags("postInvalidate", flags, READ_FLAGS);
+        checkConnected("postInvalidate", false);
         SimRegion r = own(region, "postInvalidate");
         if (!Access.isRemote(r.access)) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "postInvalidate: region has no remote access, so no token to invalidate");
@@ -407,8 +408,18 @@ final class SimEndpoint implements Endpoint {
 
     // ================================================================ RDMA service
 
+    /** Fails fast when the endpoint has ended; checked again under the lock when queueing. */
+    private void checkConnected(String what, boolean receive) throws RdmaException {
+        EndpointState s = state;
+        if (s == EndpointState.CONNECTED || receive && (s == EndpointState.IDLE || s == EndpointState.CONNECTING)) {
+            return;
+        }
+        throw new RdmaException(RdmaStatus.NOT_CONNECTED, what + ": endpoint is " + s);
+    }
+
     @Override
     public void postReceive(Object context, Sge[] sgl, int count) throws RdmaException {
+        checkConnected("postReceive", true);
         int total = checkSgl("postReceive", sgl, count, 1, options.maxReceiveSge(), false, true);
         synchronized (this) {
             EndpointState s = state;
@@ -457,6 +468,7 @@ final class SimEndpoint implements Endpoint {
             throw new RdmaException(RdmaStatus.NOT_SUPPORTED, "postRead: this provider has no RDMA Read");
         }
         checkFlags("postRead", flags, READ_FLAGS);
+        checkConnected("postRead", false);
         int total = checkSgl("postRead", sgl, count, 1, options.maxSendSge(), false, true);
         if (state == EndpointState.CONNECTED && ord == 0) {
             throw new RdmaException(RdmaStatus.INVALID_STATE, "postRead: the endpoint's ORD is 0, so no RDMA Read can start");
@@ -473,6 +485,7 @@ final class SimEndpoint implements Endpoint {
 
     private void postData(byte op, String what, Object context, Sge[] sgl, int count, int flags, long remoteOffset,
             int remoteToken) throws RdmaException {
+        checkConnected(what, false);
         boolean inline = (flags & RequestFlags.INLINE) != 0;
         if (inline && options.inlineThreshold() == 0) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, what + ": INLINE requested but the endpoint's inline threshold is 0");
