@@ -129,7 +129,7 @@ final class SimConnection extends Actor {
         boolean ending = discBy != null || fBy != null;
         if (phase == LOOKUP) {
             if (ending) {
-                endActive(null, "disconnected before the request was sent");
+                endBeforeEstablished("disconnected before the request was sent");
                 return;
             }
             lookup();
@@ -151,7 +151,7 @@ final class SimConnection extends Actor {
             }
             if (rs == SimConnectionRequest.CANCELLED) {
                 r.releaseEndpoint();
-                endActive(null, "disconnected while the request was pending");
+                endBeforeEstablished("disconnected while the request was pending");
                 return;
             }
             if (rs == SimConnectionRequest.REJECTED || rs == SimConnectionRequest.TIMED_OUT) {
@@ -183,10 +183,24 @@ final class SimConnection extends Actor {
         pump();
         if (errSide != null || resetByFault) {
             if (errSide != null) {
-                finish(errSide, errSide == active ? passive : active, 0, true);
+                SimEndpoint other = errSide == active ? passive : active;
+                finish(errSide, other, 0, true);
+                // what the other side already had acknowledged completes normally; the rest flushes
+                finish(other, errSide, System.nanoTime(), false);
             }
             terminate();
         }
+    }
+
+    /** The attempt ends before establishment because the active side disconnected, closed or failed. */
+    private void endBeforeEstablished(String why) {
+        RdmaStatus fStatus;
+        String fReason;
+        synchronized (this) {
+            fStatus = failBy != null ? failStatus : null;
+            fReason = failReason;
+        }
+        endActive(fStatus, fStatus == null ? why : fReason);
     }
 
     // ================================================================ set-up
