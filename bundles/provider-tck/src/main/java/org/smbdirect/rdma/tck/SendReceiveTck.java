@@ -76,6 +76,24 @@ public abstract class SendReceiveTck extends ProviderTck {
     }
 
     /**
+     * An attached object is found again through the completion's endpoint.
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void attachment_foundThroughTheCompletionsEndpoint() throws Exception {
+        Link l = link();
+        Object mine = new Object();
+        l.server().endpoint().attach(mine);
+        assertSame(mine, l.server().endpoint().attachment());
+        l.server().postReceive("r", l.server().register(16, Access.LOCAL_WRITE));
+        l.client().send("s", l.client().register(16, 0), 0, 4, 0);
+        assertSame(mine, l.server().recvCq().next().endpoint().attachment());
+        l.server().endpoint().attach(null);
+        assertEquals(null, l.server().endpoint().attachment());
+    }
+
+    /**
      * A send gathers its elements in order and the receive scatters the message over its elements.
      *
      * @throws Exception on failure
