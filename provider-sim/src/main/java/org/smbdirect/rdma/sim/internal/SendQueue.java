@@ -1,0 +1,108 @@
+package org.smbdirect.rdma.sim.internal;
+
+/**
+ * The send queue of an endpoint: sends, send-and-invalidates, RDMA Reads and Writes and local
+ * invalidates, in posted order. Structure of arrays indexed by slot, preallocated at the endpoint's
+ * depth, so that posting and completing allocate nothing.
+ *
+ * <p>Four monotonic counters split the ring: {@code [head, next)} started (arrived at the peer, or
+ * executed), awaiting in-order completion; {@code [next, sent)} transmitted, in flight to the peer;
+ * {@code [sent, tail)} posted, not yet transmitted. Slots are written by a posting thread only while
+ * free and under the endpoint's lock; {@code tail} and {@code head} move under that lock; {@code
+ * next}, {@code sent} and the slot states belong to the connection's actor.
+ */
+final class SendQueue {
+    static final byte OP_SEND = 1;
+    static final byte OP_SEND_INVALIDATE = 2;
+    static final byte OP_WRITE = 3;
+    static final byte OP_READ = 4;
+    static final byte OP_INVALIDATE = 5;
+
+    static final byte POSTED = 0;
+    static final byte STARTED = 1;
+    /** Finished with a status (an error detected when starting), awaiting in-order completion. */
+    static final byte FAILED = 2;
+
+    final int depth;
+    final int maxSge;
+    final Object[] context;
+    final byte[] op;
+    final int[] flags;
+    final int[] sgeCount;
+    final SimRegion[] sgeRegion;
+    final int[] sgeOffset;
+    final int[] sgeLength;
+    final int[] length;
+    final long[] remoteOffset;
+    final int[] remoteToken;
+    final SimRegion[] subject;
+    final byte[] state;
+    final byte[] status;
+    final long[] due;
+    /** Capture: the first packet sequence number of the request. */
+    final int[] psn;
+    /** Inline copies, allocated at creation when the endpoint allows inline data. */
+    final byte[][] inline;
+
+    long head;
+    long next;
+    long sent;
+    long tail;
+
+    SendQueue(int depth, int maxSge, int inlineThreshold) {
+        this.depth = depth;
+        this.maxSge = maxSge;
+        context = new Object[depth];
+        op = new byte[depth];
+        flags = new int[depth];
+        sgeCount = new int[depth];
+        sgeRegion = new SimRegion[depth * maxSge];
+        sgeOffset = new int[depth * maxSge];
+        sgeLength = new int[depth * maxSge];
+        length = new int[depth];
+        remoteOffset = new long[depth];
+        remoteToken = new int[depth];
+        subject = new SimRegion[depth];
+        state = new byte[depth];
+        status = new byte[depth];
+        due = new long[depth];
+        psn = new int[depth];
+        if (inlineThreshold > 0) {
+            inline = new byte[depth][];
+            for (int i = 0; i < depth; i++) {
+                inline[i] = new byte[inlineThreshold];
+            }
+        } else {
+            inline = null;
+        }
+    }
+
+    int slot(long counter) {
+        return (int) (counter % depth);
+    }
+
+    /** Forgets a completed slot's references so that the collector can reclaim the consumer's objects. */
+    void clear(int s) {
+        context[s] = null;
+        subject[s] = null;
+        int base = s * maxSge;
+        for (int i = 0; i < sgeCount[s]; i++) {
+            sgeRegion[base + i] = null;
+        }
+        sgeCount[s] = 0;
+        state[s] = POSTED;
+        status[s] = 0;
+        due[s] = 0;
+    }
+
+    /** Approximate heap bytes of this queue, for the memory statement. */
+    long footprint() {
+        long refs = 4L * (context.length + sgeRegion.length + subject.length);
+        long ints = 4L * (flags.length + psn.length + sgeCount.length + sgeOffset.length + sgeLength.length + length.length
+                + remoteToken.length);
+        long longs = 8L * (remoteOffset.length + due.length);
+        long bytes = op.length + state.length + status.length;
+        long in = inline == null ? 0 : (long) inline.length * (16 + inline[0].length);
+        return refs + ints + longs + bytes + in + 16 * 16;
+    }
+}

@@ -1,0 +1,118 @@
+package org.smbdirect.rdma.sim.internal;
+
+import java.io.IOException;
+import java.util.Hashtable;
+import java.util.Map;
+
+import org.osgi.annotation.bundle.Capability;
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceRegistration;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.ConfigurationPolicy;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
+import org.osgi.service.metatype.annotations.Designate;
+import org.smbdirect.rdma.RdmaProvider;
+
+/**
+ * The simulated provider as a Declarative Services component. Without configuration it starts one
+ * provider with the defaults; each factory configuration of {@link SimConfig#PID} makes another.
+ * It registers the provider itself (rather than letting SCR do it) so that the service properties
+ * are exactly {@code provider.type=sim}, {@code provider.name} and the capability properties.
+ *
+ * <p>Changes of the latency model, faults, capture and connect timeout apply to the running
+ * provider. Changes of its identity (name, fabric, address), capabilities or thread count replace
+ * it: every connection of the old provider ends with {@code onDisconnected}, then the new one is
+ * registered. An invalid change is rejected (the exception names the key and its range) and the
+ * provider keeps running as it was.
+ */
+// The component registers the service itself; declare it so that resolvers see the capability.
+@Capability(namespace = "osgi.service", attribute = "objectClass:List<String>=\"org.smbdirect.rdma.RdmaProvider\"",
+        uses = RdmaProvider.class, effective = "active")
+@Component(service = {}, configurationPid = SimConfig.PID, configurationPolicy = ConfigurationPolicy.OPTIONAL,
+        immediate = true)
+@Designate(ocd = SimConfig.class, factory = true)
+public final class SimProviderComponent {
+    private final BundleContext context;
+    private SimSettings requested;
+    private SimProvider provider;
+    private ServiceRegistration<RdmaProvider> registration;
+
+    /**
+     * Validates the configuration, creates the provider and registers it.
+     *
+     * @param context the bundle's context, to register the service
+     * @param config the configuration
+     * @throws IOException when the capture file cannot be opened
+     * @throws IllegalArgumentException naming the key and range of an invalid value
+     */
+    @Activate
+    public SimProviderComponent(BundleContext context, SimConfig config) throws IOException {
+        this.context = context;
+        SimSettings s = SimSettings.from(config);
+        synchronized (this) {
+            start(s);
+        }
+    }
+
+    /**
+     * Applies a changed configuration.
+     *
+     * @param config the new configuration
+     * @throws IOException when a new capture file cannot be opened
+     * @throws IllegalArgumentException naming the key and range of an invalid value
+     */
+    @Modified
+    void modified(SimConfig config) throws IOException {
+        SimSettings next = SimSettings.from(config);
+        synchronized (this) {
+            if (requested.needsRestart(next)) {
+                stop();
+                start(next);
+            } else {
+                provider.reconfigure(next);
+                requested = next;
+            }
+        }
+    }
+
+    /** Unregisters and closes the provider: its connections end, its threads stop. */
+    @Deactivate
+    void deactivate() {
+        synchronized (this) {
+            stop();
+        }
+    }
+
+    private void start(SimSettings s) throws IOException {
+        SimProvider p = SimProvider.open(s);
+        Hashtable<String, Object> props = new Hashtable<>();
+        for (Map.Entry<String, Object> e : p.serviceProperties().entrySet()) {
+            props.put(e.getKey(), e.getValue());
+        }
+        provider = p;
+        requested = s;
+        registration = context.registerService(RdmaProvider.class, p, props);
+    }
+
+    private void stop() {
+        if (registration != null) {
+            try {
+                registration.unregister();
+            } catch (IllegalStateException e) {
+                // already unregistered because the bundle is stopping
+            }
+            registration = null;
+        }
+        if (provider != null) {
+            provider.close();
+            provider = null;
+        }
+    }
+
+    /** The running provider (for tests in this package). */
+    synchronized SimProvider provider() {
+        return provider;
+    }
+}

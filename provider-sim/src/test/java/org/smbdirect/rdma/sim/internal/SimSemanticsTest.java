@@ -1,0 +1,159 @@
+package org.smbdirect.rdma.sim.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.smbdirect.rdma.Access;
+import org.smbdirect.rdma.MemoryRegion;
+import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.RequestFlags;
+import org.smbdirect.rdma.Sge;
+import org.smbdirect.rdma.tck.Completion;
+import org.smbdirect.rdma.tck.EventRecorder;
+import org.smbdirect.rdma.tck.Link;
+import org.smbdirect.rdma.tck.LinkSpec;
+import org.smbdirect.rdma.tck.ProviderFixture;
+import org.smbdirect.rdma.tck.ProviderTck;
+
+/**
+ * What the simulator does where the contract leaves room: the exact terminal events of failures,
+ * DEFER, pipelined RDMA Reads, and the contract's literal IRD/ORD rule.
+ */
+class SimSemanticsTest extends ProviderTck {
+    private final ProviderFixture fixture = new SimFixture(false);
+
+    @Override
+    protected ProviderFixture fixture() {
+        return fixture;
+    }
+
+    private static EventRecorder.Event terminal(org.smbdirect.rdma.tck.Side s) {
+        return s.events().awaitTerminal();
+    }
+
+    @Test
+    void receiverNotReady_senderErrorRnr_peerConnectionReset() throws Exception {
+        Link l = link();
+        l.client().send("s", l.client().register(8, 0), 0, 8, 0);
+        assertEquals(RdmaStatus.RECEIVER_NOT_READY, l.client().sendCq().next().status());
+        assertEquals(RdmaStatus.RECEIVER_NOT_READY, terminal(l.client()).status());
+        assertEquals(RdmaStatus.CONNECTION_RESET, terminal(l.server()).status());
+    }
+
+    @Test
+    void lengthError_eachSideReportsItsOwnStatus() throws Exception {
+        Link l = link();
+        l.server().postReceive("r", l.server().register(4, Access.LOCAL_WRITE));
+        l.client().send("s", l.client().register(8, 0), 0, 8, 0);
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, terminal(l.client()).status());
+        assertEquals(RdmaStatus.LOCAL_LENGTH_ERROR, terminal(l.server()).status());
+    }
+
+    @Test
+    void remoteAccessError_initiatorRemoteAccessError_targetConnectionReset() throws Exception {
+        Link l = link();
+        MemoryRegion src = l.client().register(8, 0);
+        l.client().endpoint().postWrite("w", new Sge[] {Sge.of(src)}, 1, 0, 42, 0);
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, terminal(l.client()).status());
+        assertEquals(RdmaStatus.CONNECTION_RESET, terminal(l.server()).status());
+    }
+
+    @Test
+    void invalidTokenInSendAndInvalidate_receiverInvalidToken_senderRemoteInvalidRequest() throws Exception {
+        Link l = link();
+        l.server().postReceive("r", l.server().register(8, Access.LOCAL_WRITE));
+        l.client().endpoint().postSendAndInvalidate("s", new Sge[0], 0, 0, 42);
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, terminal(l.client()).status());
+        assertEquals(RdmaStatus.INVALID_TOKEN, terminal(l.server()).status());
+    }
+
+    /** Deferred requests occupy their slots until handed over: a full send queue refuses more. */
+    @Test
+    void sendQueueFull_insufficientResources_untilCompletionsFreeSlots() throws Exception {
+        Link l = link(new LinkSpec().clientOptions(b -> b.sendQueueDepth(2)));
+        MemoryRegion in = l.server().register(16, Access.LOCAL_WRITE);
+        for (int i = 0; i < 3; i++) {
+            l.server().postReceive("r" + i, in);
+        }
+        MemoryRegion out = l.client().register(16, 0);
+        l.client().send("a", out, 0, 4, RequestFlags.DEFER);
+        l.client().send("b", out, 0, 4, RequestFlags.DEFER);
+        assertFails(RdmaStatus.INSUFFICIENT_RESOURCES, () -> l.client().send("c", out, 0, 4, 0));
+        ((SimEndpoint) l.client().endpoint()).connection.kick(); // what a later post would do
+        List<Completion> c = l.client().sendCq().poll(2);
+        assertEquals("a", c.get(0).context());
+        assertEquals("b", c.get(1).context());
+        l.client().send("c", out, 0, 4, 0);
+        assertEquals("c", l.client().sendCq().next().context());
+    }
+
+    /** DEFER: the sim hands a deferred request over only with the next request without DEFER. */
+    @Test
+    void deferredSend_heldUntilNextNonDeferredPost() throws Exception {
+        Link l = link();
+        Link other = link();
+        MemoryRegion in = l.server().register(16, Access.LOCAL_WRITE);
+        l.server().postReceive("r0", in);
+        l.server().postReceive("r1", in);
+        MemoryRegion out = l.client().register(16, 0);
+        l.client().send("deferred", out, 0, 4, RequestFlags.DEFER);
+        assertRoundTrip(other); // the fabric has done other work meanwhile
+        assertEquals(List.of(), l.server().recvCq().drain(), "the deferred send is still held");
+        l.client().send("now", out, 0, 4, 0);
+        List<Completion> c = l.client().sendCq().poll(2);
+        assertEquals("deferred", c.get(0).context());
+        assertEquals("now", c.get(1).context());
+        assertEquals(2, l.server().recvCq().poll(2).size());
+    }
+
+    /**
+     * RDMA Reads are pipelined as on a real link: without READ_FENCE a send posted after a read is
+     * transmitted before the read's response lands, so it carries the old bytes.
+     */
+    @Test
+    void readWithoutFence_laterSendOvertakesTheResponse() throws Exception {
+        Link l = link();
+        MemoryRegion source = l.server().register(64, Access.REMOTE_READ);
+        fill(source, 3);
+        MemoryRegion in = l.server().register(64, Access.LOCAL_WRITE);
+        l.server().postReceive("r", in);
+        MemoryRegion staging = l.client().register(64, Access.LOCAL_WRITE);
+        l.client().endpoint().postRead("rd", new Sge[] {Sge.of(staging)}, 1, source.remoteOffset(), source.token(),
+                RequestFlags.DEFER);
+        l.client().send("unfenced", staging, 0, 64, 0);
+        l.client().sendCq().poll(2);
+        l.server().recvCq().next();
+        assertBytes(new byte[64], bytes(in, 0, 64), "the unfenced send left before the read data arrived");
+        assertBytes(bytes(source, 0, 64), bytes(staging, 0, 64), "the read itself completed");
+    }
+
+    @Test
+    void providerClose_queuedCompletionsStayRetrievable() throws Exception {
+        Link l = link();
+        l.server().postReceive("r", l.server().register(8, Access.LOCAL_WRITE));
+        server().close();
+        assertEquals(RdmaStatus.FLUSHED, l.server().recvCq().next().status());
+        assertEquals(List.of(), l.server().recvCq().drain());
+    }
+
+    /** A read towards a peer that serves none (IRD 0) is refused when it arrives: REMOTE_INVALID_REQUEST. */
+    @Test
+    void readTowardsPeerWithIrdZero_remoteInvalidRequest() throws Exception {
+        Link l = link(new LinkSpec().acceptDepths(0, 2));
+        MemoryRegion source = l.server().register(64, Access.REMOTE_READ);
+        MemoryRegion dst = l.client().register(64, Access.LOCAL_WRITE);
+        l.client().endpoint().postRead("r", new Sge[] {Sge.of(dst)}, 1, source.remoteOffset(), source.token(), 0);
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, l.client().sendCq().next().status());
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, terminal(l.client()).status());
+    }
+
+    /** The literal contract (MS-SMBD 6.2): the active side takes the accepted IRD and ORD as they are. */
+    @Test
+    void activeSide_takesAcceptedIrdAndOrdLiterally() throws Exception {
+        Link l = link(new LinkSpec().connectDepths(8, 2).acceptDepths(3, 5));
+        assertEquals(3, l.client().endpoint().ird());
+        assertEquals(5, l.client().endpoint().ord());
+    }
+}
