@@ -74,8 +74,10 @@ public interface Endpoint extends AutoCloseable {
      * Asks the peer listening at {@code remote} for a connection. Returns at once; the outcome
      * arrives as {@link ConnectionListener#onEstablished} or {@link ConnectionListener#onError}
      * ({@link RdmaStatus#CONNECTION_REFUSED}, {@link RdmaStatus#UNREACHABLE}, {@link
-     * RdmaStatus#TIMEOUT}). Once established, the endpoint's IRD and ORD are the values the peer
-     * accepted with.
+     * RdmaStatus#TIMEOUT}). Once established, the endpoint's depths mirror the peer's, as RDMA
+     * connection management sets them: its {@link #ord()} is the IRD the peer accepted with (this
+     * side may have as many reads outstanding as the peer serves), and its {@link #ird()} is the
+     * ORD the peer accepted with.
      *
      * @param remote the listener's address
      * @param privateData bytes for the peer's {@link ConnectionRequest#peerPrivateData()}, at most

@@ -741,7 +741,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
 
     private void established() {
         phase = Phase.ESTABLISHED;
-        ordLimit = Math.max(1, ordInUse);
+        // Section 6.2 names the same header values for both peers' IRD and ORD, which agrees with
+        // RDMA semantics only when they are equal; never exceed either, whichever reading the peer took.
+        ordLimit = Math.max(1, Math.min(irdInUse, ordInUse));
         parameters = new Parameters(this);
         transport.connectionEstablished(this);
         LOG.log(System.Logger.Level.DEBUG, () -> this + " established: " + parameters);

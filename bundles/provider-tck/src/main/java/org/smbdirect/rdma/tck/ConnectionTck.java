@@ -125,13 +125,14 @@ public abstract class ConnectionTck extends ProviderTck {
     }
 
     /**
-     * The request carries the active side's IRD and ORD; both endpoints then use the values the
-     * passive side accepted with (MS-SMBD 6.2).
+     * The request carries the active side's IRD and ORD; the passive side uses the values it
+     * accepted with, and the active side mirrors them as RDMA connection management does (its ORD
+     * is the accepted IRD, its IRD the accepted ORD).
      *
      * @throws Exception on failure
      */
     @Test
-    public void irdOrd_requestCarriesOffer_bothEndpointsUseAcceptedValues() throws Exception {
+    public void irdOrd_requestCarriesOffer_activeSideMirrorsAcceptedValues() throws Exception {
         int ci = Math.min(3, caps().maxIrd());
         int co = Math.min(2, caps().maxOrd());
         int si = Math.min(1, server().capabilities().maxIrd());
@@ -141,8 +142,8 @@ public abstract class ConnectionTck extends ProviderTck {
         assertEquals(co, l.request().peerOrd());
         assertEquals(si, l.server().endpoint().ird());
         assertEquals(so, l.server().endpoint().ord());
-        assertEquals(si, l.client().endpoint().ird(), "the active side's IRD is the accepted IRD");
-        assertEquals(so, l.client().endpoint().ord(), "the active side's ORD is the accepted ORD");
+        assertEquals(so, l.client().endpoint().ird(), "the active side's IRD is the accepted ORD");
+        assertEquals(si, l.client().endpoint().ord(), "the active side's ORD is the accepted IRD");
     }
 
     /**

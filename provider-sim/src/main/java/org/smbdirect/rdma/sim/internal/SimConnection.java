@@ -233,8 +233,10 @@ final class SimConnection extends Actor {
     private void establish() {
         SimEndpoint p = passive;
         SimConnectionRequest r = request;
-        active.ird = r.acceptIrd;
-        active.ord = r.acceptOrd;
+        // RDMA connection management mirrors the depths: the active side may have as many reads
+        // outstanding as the passive side serves, and serves as many as it issues.
+        active.ird = r.acceptOrd;
+        active.ord = r.acceptIrd;
         active.peerPrivateData = r.acceptPrivateData;
         p.remoteAddress = active.localAddress;
         boolean a = active.markConnected();

@@ -1,12 +1,15 @@
 package org.smbdirect.rdma.sim.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
 import org.smbdirect.rdma.Access;
+import org.smbdirect.rdma.EndpointState;
 import org.smbdirect.rdma.MemoryRegion;
+import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.rdma.Sge;
@@ -138,22 +141,27 @@ class SimSemanticsTest extends ProviderTck {
         assertEquals(List.of(), l.server().recvCq().drain());
     }
 
-    /** A read towards a peer that serves none (IRD 0) is refused when it arrives: REMOTE_INVALID_REQUEST. */
+    /**
+     * A peer that serves no reads (accepted with IRD 0) leaves the active side with ORD 0, so its
+     * reads are refused when posted rather than failing on the wire.
+     */
     @Test
-    void readTowardsPeerWithIrdZero_remoteInvalidRequest() throws Exception {
+    void peerAcceptedWithIrdZero_readRefusedAtPost() throws Exception {
         Link l = link(new LinkSpec().acceptDepths(0, 2));
         MemoryRegion source = l.server().register(64, Access.REMOTE_READ);
         MemoryRegion dst = l.client().register(64, Access.LOCAL_WRITE);
-        l.client().endpoint().postRead("r", new Sge[] {Sge.of(dst)}, 1, source.remoteOffset(), source.token(), 0);
-        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, l.client().sendCq().next().status());
-        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, terminal(l.client()).status());
+        assertEquals(0, l.client().endpoint().ord());
+        RdmaException e = assertThrows(RdmaException.class, () -> l.client().endpoint().postRead("r",
+                new Sge[] {Sge.of(dst)}, 1, source.remoteOffset(), source.token(), 0));
+        assertEquals(RdmaStatus.INVALID_STATE, e.status());
+        assertEquals(EndpointState.CONNECTED, l.client().endpoint().state());
     }
 
-    /** The literal contract (MS-SMBD 6.2): the active side takes the accepted IRD and ORD as they are. */
+    /** The active side mirrors the accepted depths, as RDMA connection management sets them. */
     @Test
-    void activeSide_takesAcceptedIrdAndOrdLiterally() throws Exception {
+    void activeSide_mirrorsAcceptedIrdAndOrd() throws Exception {
         Link l = link(new LinkSpec().connectDepths(8, 2).acceptDepths(3, 5));
-        assertEquals(3, l.client().endpoint().ird());
-        assertEquals(5, l.client().endpoint().ord());
+        assertEquals(5, l.client().endpoint().ird(), "IRD = the accepted ORD");
+        assertEquals(3, l.client().endpoint().ord(), "ORD = the accepted IRD");
     }
 }
