@@ -335,7 +335,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         try {
             endpoint = provider.createEndpoint(createQueues(), this);
             endpoint.attach(this);
-            sendBuffers = new SendBuffers(endpoint, config.maxSendSize(), config.sendBuffers());
+            sendBuffers = new SendBuffers(endpoint, config.maxSendSize(), config.sendBuffers(),
+                    capabilities.maxRegionSize());
             cq.arm(ArmType.ANY);
             postNegotiationReceive();
             irdInUse = Math.min(config.ird(), capabilities.maxIrd());
@@ -357,7 +358,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         try {
             endpoint = request.createEndpoint(createQueues(), this);
             endpoint.attach(this);
-            sendBuffers = new SendBuffers(endpoint, config.maxSendSize(), config.sendBuffers());
+            sendBuffers = new SendBuffers(endpoint, config.maxSendSize(), config.sendBuffers(),
+                    capabilities.maxRegionSize());
             cq.arm(ArmType.ANY);
             // Posted before accepting, so the peer's Negotiate Request always finds it.
             postNegotiationReceive();
@@ -731,7 +733,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private void initializeReceiveCredits() {
         releaseNegotiationBuffer();
         try {
-            receiveBuffers = new ReceiveBuffers(endpoint, Math.max(receiveCreditMax, 1), maxReceiveSize);
+            receiveBuffers = new ReceiveBuffers(endpoint, Math.max(receiveCreditMax, 1), maxReceiveSize,
+                    capabilities.maxRegionSize());
         } catch (RdmaException e) {
             LOG.log(System.Logger.Level.WARNING, this + ": cannot register receive buffers: " + e.getMessage());
             return;

@@ -28,10 +28,13 @@ final class SendBuffers {
     private final List<MemoryRegion> regions = new ArrayList<>();
     private int allocated;
 
-    SendBuffers(Endpoint endpoint, int slotSize, int maxSlots) {
+    private final int slotsPerRegion;
+
+    SendBuffers(Endpoint endpoint, int slotSize, int maxSlots, long maxRegionSize) {
         this.endpoint = endpoint;
         this.slotSize = slotSize;
         this.maxSlots = maxSlots;
+        this.slotsPerRegion = (int) Math.max(1, Math.min(maxSlots, maxRegionSize / slotSize));
     }
 
     /**
@@ -63,7 +66,7 @@ final class SendBuffers {
     }
 
     private void grow() throws RdmaException {
-        int n = Math.min(allocated == 0 ? FIRST_CHUNK : allocated, maxSlots - allocated);
+        int n = Math.min(Math.min(allocated == 0 ? FIRST_CHUNK : allocated, maxSlots - allocated), slotsPerRegion);
         ByteBuffer chunk = ByteBuffer.allocateDirect(n * slotSize).order(ByteOrder.LITTLE_ENDIAN);
         MemoryRegion region = endpoint.register(chunk, 0);
         regions.add(region);
