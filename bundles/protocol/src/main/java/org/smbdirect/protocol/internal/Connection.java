@@ -225,25 +225,38 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     // ================================================================ creation
 
     /**
-     * MS-SMBD 3.1.4.1 Connecting to the Peer: creates the Connection and starts connecting.
+     * MS-SMBD 3.1.4.1 Connecting to the Peer: creates the Connection; {@link #start} begins.
      */
     static Connection connect(SmbDirectTransport transport, RdmaProvider provider, SmbDirectConfig config,
             EventLoopGroup.Loop loop, InetSocketAddress remote, ConnectionHandler handler) {
         Connection c = new Connection(transport, provider, config, loop, true, handler, null);
         c.remote = remote;
-        c.execute(c::connectingToThePeer);
+        c.start = c::connectingToThePeer;
         return c;
     }
 
     /**
-     * MS-SMBD 3.1.7.2 Connection Arrival: creates the Connection for a peer's request.
+     * MS-SMBD 3.1.7.2 Connection Arrival: creates the Connection for a peer's request; {@link
+     * #start} begins.
      */
     static Connection arrive(SmbDirectTransport transport, RdmaProvider provider, SmbDirectConfig config,
             EventLoopGroup.Loop loop, ConnectionRequest request, AcceptHandler acceptHandler) {
         Connection c = new Connection(transport, provider, config, loop, false, null, acceptHandler);
         c.remote = request.remoteAddress();
-        c.execute(() -> c.connectionArrival(request));
+        c.start = () -> c.connectionArrival(request);
         return c;
+    }
+
+    /** The first step, run by {@link #start()}. */
+    private Runnable start;
+
+    /**
+     * Starts the connection's processing. The transport calls this only after it holds the
+     * connection, so that an early end always finds it there to remove.
+     */
+    void start() {
+        execute(start);
+        start = null;
     }
 
     CompletableFuture<SmbDirectConnection> connectFuture() {
@@ -365,7 +378,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             postNegotiationReceive();
         } catch (RdmaException e) {
             rejectQuietly(request);
-            terminate(TerminationReason.LOCAL_RESOURCES, "cannot prepare the connection: " + e.getMessage());
+            terminate(e.status() == RdmaStatus.INSUFFICIENT_RESOURCES ? TerminationReason.LOCAL_RESOURCES
+                    : TerminationReason.CONNECT_FAILED, "cannot prepare the connection: " + e.getMessage());
             return;
         }
         int localIrd = Math.min(config.ird(), capabilities.maxIrd());
@@ -473,8 +487,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             try {
                 t.run();
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.ERROR, this + ": internal error", e);
-                terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
+                internalError("task", e);
             }
         }
         if (phase == Phase.CLOSED) {
@@ -510,11 +523,14 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             for (int i = 0; i < n; i++) {
                 CompletionResult r = results[i];
-                try {
-                    onCompletion(r);
-                } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.ERROR, this + ": internal error on " + r, e);
-                    terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
+                // Once the connection is closed its buffers are released: the rest of the batch
+                // (flushed work) has nothing left to do.
+                if (phase != Phase.CLOSED) {
+                    try {
+                        onCompletion(r);
+                    } catch (RuntimeException e) {
+                        internalError("completion " + r, e);
+                    }
                 }
                 r.set(null, null, null, RdmaStatus.SUCCESS, 0, false, false, 0);
             }
@@ -554,6 +570,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         } else if (ctx instanceof RdmaTransfer.Segment) {
             rdmaSegmentCompleted((RdmaTransfer.Segment) ctx, r);
         }
+    }
+
+    /** A bug of ours: logged, counted, and the connection ends rather than the thread. */
+    private void internalError(String where, RuntimeException e) {
+        transport.internalError();
+        LOG.log(System.Logger.Level.ERROR, this + ": internal error in " + where, e);
+        terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
     }
 
     /** A work request failed: the RDMA layer has ended the connection (3.1.4.2). */
