@@ -78,6 +78,12 @@ import org.smbdirect.transport.TerminationReason;
  */
 final class Connection extends Actor implements SmbDirectConnection, ConnectionListener {
     private static final System.Logger LOG = System.getLogger(Connection.class.getName());
+    /**
+     * Every SMB Direct message sent or received is logged at this level, as {@code "<connection>
+     * sent|received <message with its fields>"} (a capture can be checked against it); callers
+     * test {@code LOG.isLoggable(TRACE)} first, so nothing is built while it is off.
+     */
+    private static final System.Logger.Level TRACE = System.Logger.Level.TRACE;
 
     /** RDMA Read and Write work requests in flight at once per connection. */
     static final int RDMA_DEPTH = 32;
@@ -596,7 +602,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         NegotiateRequest req = NegotiateRequest.decode(b.duplicate().position(base).limit(base + length));
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " received " + req);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + req);
+        }
         if (req.minVersion() > Wire.VERSION_1 || req.maxVersion() < Wire.VERSION_1) {
             sendNegotiateResponseFailure(Wire.STATUS_NOT_SUPPORTED, new ConnectionLoss(
                     TerminationReason.NEGOTIATE_REQUEST_VERSION_NOT_SUPPORTED, String.format(
@@ -668,7 +676,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         NegotiateResponse rsp = NegotiateResponse.decode(b.duplicate().position(base).limit(base + length));
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " received " + rsp);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + rsp);
+        }
         // Status first: a refusal carries zeros elsewhere, and the refusal is the real reason.
         if (rsp.status() != Wire.STATUS_SUCCESS) {
             terminate(TerminationReason.NEGOTIATE_RESPONSE_FAILED_STATUS, "Status=" + Wire.statusName(rsp.status()));
@@ -764,6 +774,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         DataTransferHeader h = header.decode(b, base, length);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + h);
+        }
         long dataOffset = Integer.toUnsignedLong(h.dataOffset());
         long dataLength = Integer.toUnsignedLong(h.dataLength());
         long remaining = Integer.toUnsignedLong(h.remainingDataLength());
@@ -888,8 +901,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private void sendNegotiateRequest() {
         NegotiateRequest req = new NegotiateRequest(Wire.VERSION_1, Wire.VERSION_1, sendCreditTarget, maxSendSize,
                 maxReceiveSize, maxFragmentedRecvSize);
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + req);
-        postNegotiationMessage(b -> req.encode(b), NegotiateRequest.SIZE);
+        if (postNegotiationMessage(b -> req.encode(b), NegotiateRequest.SIZE) && LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + req);
+        }
     }
 
     /** MS-SMBD 3.1.5.3 Sending a Negotiate Response Message, success form. */
@@ -900,8 +914,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         creditsToGrant -= granted;
         peerCredits += granted;
         counters.creditsGranted += granted;
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + rsp);
-        return postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE);
+        if (!postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE)) {
+            return false;
+        }
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + rsp);
+        }
+        return true;
     }
 
     /**
@@ -910,9 +929,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
      */
     private void sendNegotiateResponseFailure(int status, ConnectionLoss why) {
         NegotiateResponse rsp = NegotiateResponse.failure(status);
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + rsp + " because " + why.message());
+        LOG.log(System.Logger.Level.DEBUG, () -> this + " refusing the negotiation: " + why.message());
         pendingNegotiateFailure = why;
-        postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE);
+        if (postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE) && LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + rsp);
+        }
     }
 
     private boolean postNegotiationMessage(java.util.function.Consumer<ByteBuffer> encoder, int size) {
@@ -1029,6 +1050,10 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             sendBuffers.release(slot);
             terminate(TerminationReason.TRANSPORT_ERROR, "send failed: " + e.getMessage());
             return false;
+        }
+        if (LOG.isLoggable(TRACE)) {
+            // What went on the wire, decoded back from the send buffer.
+            LOG.log(TRACE, this + " sent " + new DataTransferHeader().decode(slot.buffer, slot.base, total));
         }
         m.started = true;
         m.offset += dataLength;
