@@ -205,6 +205,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private final Map<Integer, RegisteredBufferImpl> registrations = new ConcurrentHashMap<>();
     private final AtomicInteger registrationsLive = new AtomicInteger();
     private volatile ConnectionLoss loss;
+    /** Set, before the provider closes, when the provider carrying the connection is going away. */
+    private volatile String providerStopped;
     private volatile ConnectionHandler handler;
     private volatile ConnectionParameters parameters;
     private final CompletableFuture<SmbDirectConnection> connectFuture = new CompletableFuture<>();
@@ -465,7 +467,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             if (closing && reason == TerminationReason.PEER_DISCONNECTED) {
                 reason = TerminationReason.LOCAL_CLOSE;
             }
-            loss = new ConnectionLoss(reason, detail);
+            loss = lossFor(reason, detail);
         }
         connectionLoss();
     }
@@ -499,11 +501,17 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             onIdleTimer();
         }
         if (phase == Phase.ESTABLISHED) {
-            drainInbox();
-            sendUpperLayerMessages();
-            pumpRdma();
-            if (closing) {
-                checkGracefulClose();
+            try {
+                drainInbox();
+                sendUpperLayerMessages();
+                pumpRdma();
+                if (closing) {
+                    checkGracefulClose();
+                }
+            } catch (RuntimeException e) {
+                // Never into the engine loop: end this connection with a readable reason instead.
+                LOG.log(System.Logger.Level.ERROR, this + ": internal error", e);
+                terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
             }
         }
     }
@@ -516,11 +524,15 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             for (int i = 0; i < n; i++) {
                 CompletionResult r = results[i];
-                try {
-                    onCompletion(r);
-                } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.ERROR, this + ": internal error on " + r, e);
-                    terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
+                // A completion earlier in the batch may have ended the connection and released its
+                // buffers; the rest have nothing left to act on.
+                if (phase != Phase.CLOSED) {
+                    try {
+                        onCompletion(r);
+                    } catch (RuntimeException e) {
+                        LOG.log(System.Logger.Level.ERROR, this + ": internal error on " + r, e);
+                        terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
+                    }
                 }
                 r.set(null, null, null, RdmaStatus.SUCCESS, 0, false, false, 0);
             }
@@ -996,6 +1008,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             // The message's CreditsGranted is zero until now: perform 3.1.5.9.
             manageCreditsPriorToSending(true);
+            if (phase != Phase.ESTABLISHED) {
+                // Posting the receives failed and ended the connection (its buffers may be gone).
+                if (sendBuffers != null) {
+                    sendBuffers.release(slot);
+                }
+                return;
+            }
             int granted = Math.min(creditsToGrant, 65535);
             if (sendCredits == 1 && granted == 0) {
                 sendBuffers.release(slot);
@@ -1217,7 +1236,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         if (loss == null) {
-            loss = new ConnectionLoss(reason, detail);
+            loss = lossFor(reason, detail);
         }
         LOG.log(reason.isProtocolViolation() ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
                 () -> this + " terminating: " + loss.message());
@@ -1232,6 +1251,32 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         // The provider promises a terminal event; should it never come, do not hang.
         terminationTimer = scheduler.schedule(() -> execute(this::connectionLoss),
                 config.keepaliveResponseTimeout().toNanos());
+    }
+
+    /**
+     * The provider carrying this connection is going away (its service is being unregistered, before
+     * it closes): the connection ends with {@link TerminationReason#PROVIDER_STOPPED}. Safe from any
+     * thread.
+     *
+     * @param detail which provider
+     */
+    void providerStopped(String detail) {
+        providerStopped = detail;
+        execute(() -> terminate(TerminationReason.PROVIDER_STOPPED, detail));
+    }
+
+    /**
+     * The loss to report. Once the provider is going away, whatever its closing makes fail first
+     * (a post on a closed endpoint, the disconnect event) is reported as the provider stopping,
+     * which is the cause the upper layer needs to know.
+     */
+    private ConnectionLoss lossFor(TerminationReason reason, String detail) {
+        String stopped = providerStopped;
+        if (stopped != null && reason != TerminationReason.PROVIDER_STOPPED) {
+            return new ConnectionLoss(TerminationReason.PROVIDER_STOPPED,
+                    stopped + " (" + reason + ": " + detail + ")");
+        }
+        return new ConnectionLoss(reason, detail);
     }
 
     /**
@@ -1252,7 +1297,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             closeTimer.cancel();
         }
         ConnectionLoss why = loss != null ? loss
-                : new ConnectionLoss(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended");
+                : lossFor(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended");
         loss = why;
         ConnectionLostException failure = new ConnectionLostException(why);
         // Every message not yet completed: queued, partly posted, or with fragments in flight.
@@ -1281,6 +1326,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         for (RegisteredBufferImpl rb : registrations.values()) {
             rb.revoke();
         }
+        // Gone before the upper layer is told (ConnectionHandler.onConnectionLost promises it).
+        registrations.clear();
+        registrationsLive.set(0);
         connectFuture.completeExceptionally(failure);
         transport.connectionEnded(this, why, wasEstablished);
         ConnectionHandler h = handler;
@@ -1301,8 +1349,6 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                 LOG.log(System.Logger.Level.DEBUG, () -> this + ": completion queue close: " + e.getMessage());
             }
         }
-        registrations.clear();
-        registrationsLive.set(0);
         sendBuffers = null;
         receiveBuffers = null;
         fragmentReassemblyBuffer = null;

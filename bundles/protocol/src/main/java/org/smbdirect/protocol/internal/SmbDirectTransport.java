@@ -115,8 +115,7 @@ public final class SmbDirectTransport implements SmbDirect {
         providers.removeIf(b -> b.provider == provider);
         for (Connection c : connections) {
             if (c.provider == provider) {
-                c.execute(() -> c.terminate(TerminationReason.PROVIDER_STOPPED,
-                        "provider " + provider.type() + "/" + provider.name() + " stopped"));
+                c.providerStopped("provider " + provider.type() + "/" + provider.name() + " stopped");
             }
         }
         for (Listener l : listeners) {
