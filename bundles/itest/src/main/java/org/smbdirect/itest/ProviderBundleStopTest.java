@@ -146,6 +146,7 @@ class ProviderBundleStopTest {
             assertTrue(engineThreads.contains("smbdirect-timers") && engineThreads.size() >= 3,
                     engineThreads.toString());
 
+            assertFalse(threads("smbdirect-sim-itest-stop").isEmpty(), "the provider's fabric threads run");
             sim.stop();
 
             for (Endpoints.Pair p : pairs) {
