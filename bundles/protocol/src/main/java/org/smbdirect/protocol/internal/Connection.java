@@ -1255,14 +1255,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
 
     /**
      * The provider carrying this connection is going away (its service is being unregistered, before
-     * it closes): the connection ends with {@link TerminationReason#PROVIDER_STOPPED}. Safe from any
-     * thread.
+     * it closes): whatever ends the connection from now on is reported as {@link
+     * TerminationReason#PROVIDER_STOPPED}. Safe from any thread; the caller then terminates it.
      *
      * @param detail which provider
      */
-    void providerStopped(String detail) {
+    void providerStopping(String detail) {
         providerStopped = detail;
-        execute(() -> terminate(TerminationReason.PROVIDER_STOPPED, detail));
     }
 
     /**

@@ -195,6 +195,34 @@ class ConnectionLossTest {
         Fixture.get(Fixture.impl(active).inspect(c -> c.phase));
     }
 
+    /**
+     * Found by the in-framework provider-stop test: with both ends of connections on one provider,
+     * ending the first connection disconnected its peer before the transport had told the peer that
+     * the provider was going, and the peer reported PEER_DISCONNECTED. Every connection must learn
+     * of the provider first. (A race that needs the removing thread to be preempted between two
+     * connections; this repeats the set-up but without that preemption it passes on the old code
+     * too: the in-framework ProviderBundleStopTest, under traffic, is the test that found it.)
+     */
+    @Test
+    void providerRemoved_bothEndsOnTheProvider_everyEndReportsProviderStopped() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            RdmaProvider p = fx.provider();
+            SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), p);
+            Recorder listening = new Recorder();
+            Recorder connecting = new Recorder();
+            SmbDirectListener l = t.listen(fx.anyAddress(p), listening);
+            for (int i = 0; i < 4; i++) {
+                t.connect(l.localAddress(), connecting, Fixture.TIMEOUT);
+                listening.connection();
+            }
+            t.removeProvider(p);
+            for (int i = 0; i < 8; i++) {
+                org.smbdirect.transport.ConnectionLoss loss = (i % 2 == 0 ? connecting : listening).loss();
+                assertEquals(TerminationReason.PROVIDER_STOPPED, loss.reason(), "round " + round + ": " + loss.message());
+            }
+        }
+    }
+
     /** Closing the transport ends its connections with TRANSPORT_SHUTDOWN and stops its threads. */
     @Test
     void transportClose_endsConnections() throws Exception {
