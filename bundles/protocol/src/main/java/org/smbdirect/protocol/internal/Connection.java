@@ -78,6 +78,12 @@ import org.smbdirect.transport.TerminationReason;
  */
 final class Connection extends Actor implements SmbDirectConnection, ConnectionListener {
     private static final System.Logger LOG = System.getLogger(Connection.class.getName());
+    /**
+     * Every SMB Direct message sent or received is logged at this level, as {@code "<connection>
+     * sent|received <message with its fields>"} (a capture can be checked against it); callers
+     * test {@code LOG.isLoggable(TRACE)} first, so nothing is built while it is off.
+     */
+    private static final System.Logger.Level TRACE = System.Logger.Level.TRACE;
 
     /** RDMA Read and Write work requests in flight at once per connection. */
     static final int RDMA_DEPTH = 32;
@@ -199,6 +205,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private final Map<Integer, RegisteredBufferImpl> registrations = new ConcurrentHashMap<>();
     private final AtomicInteger registrationsLive = new AtomicInteger();
     private volatile ConnectionLoss loss;
+    /** Set, before the provider closes, when the provider carrying the connection is going away. */
+    private volatile String providerStopped;
     private volatile ConnectionHandler handler;
     private volatile ConnectionParameters parameters;
     private final CompletableFuture<SmbDirectConnection> connectFuture = new CompletableFuture<>();
@@ -473,7 +481,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             if (closing && reason == TerminationReason.PEER_DISCONNECTED) {
                 reason = TerminationReason.LOCAL_CLOSE;
             }
-            loss = new ConnectionLoss(reason, detail);
+            loss = lossFor(reason, detail);
         }
         connectionLoss();
     }
@@ -506,11 +514,16 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             onIdleTimer();
         }
         if (phase == Phase.ESTABLISHED) {
-            drainInbox();
-            sendUpperLayerMessages();
-            pumpRdma();
-            if (closing) {
-                checkGracefulClose();
+            try {
+                drainInbox();
+                sendUpperLayerMessages();
+                pumpRdma();
+                if (closing) {
+                    checkGracefulClose();
+                }
+            } catch (RuntimeException e) {
+                // Never into the engine loop: end this connection with a readable reason instead.
+                internalError("sending", e);
             }
         }
     }
@@ -619,7 +632,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         NegotiateRequest req = NegotiateRequest.decode(b.duplicate().position(base).limit(base + length));
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " received " + req);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + req);
+        }
         if (req.minVersion() > Wire.VERSION_1 || req.maxVersion() < Wire.VERSION_1) {
             sendNegotiateResponseFailure(Wire.STATUS_NOT_SUPPORTED, new ConnectionLoss(
                     TerminationReason.NEGOTIATE_REQUEST_VERSION_NOT_SUPPORTED, String.format(
@@ -691,7 +706,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         NegotiateResponse rsp = NegotiateResponse.decode(b.duplicate().position(base).limit(base + length));
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " received " + rsp);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + rsp);
+        }
         // Status first: a refusal carries zeros elsewhere, and the refusal is the real reason.
         if (rsp.status() != Wire.STATUS_SUCCESS) {
             terminate(TerminationReason.NEGOTIATE_RESPONSE_FAILED_STATUS, "Status=" + Wire.statusName(rsp.status()));
@@ -787,6 +804,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         DataTransferHeader h = header.decode(b, base, length);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + h);
+        }
         long dataOffset = Integer.toUnsignedLong(h.dataOffset());
         long dataLength = Integer.toUnsignedLong(h.dataLength());
         long remaining = Integer.toUnsignedLong(h.remainingDataLength());
@@ -911,8 +931,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private void sendNegotiateRequest() {
         NegotiateRequest req = new NegotiateRequest(Wire.VERSION_1, Wire.VERSION_1, sendCreditTarget, maxSendSize,
                 maxReceiveSize, maxFragmentedRecvSize);
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + req);
-        postNegotiationMessage(b -> req.encode(b), NegotiateRequest.SIZE);
+        if (postNegotiationMessage(b -> req.encode(b), NegotiateRequest.SIZE) && LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + req);
+        }
     }
 
     /** MS-SMBD 3.1.5.3 Sending a Negotiate Response Message, success form. */
@@ -923,8 +944,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         creditsToGrant -= granted;
         peerCredits += granted;
         counters.creditsGranted += granted;
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + rsp);
-        return postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE);
+        if (!postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE)) {
+            return false;
+        }
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + rsp);
+        }
+        return true;
     }
 
     /**
@@ -933,9 +959,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
      */
     private void sendNegotiateResponseFailure(int status, ConnectionLoss why) {
         NegotiateResponse rsp = NegotiateResponse.failure(status);
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + rsp + " because " + why.message());
+        LOG.log(System.Logger.Level.DEBUG, () -> this + " refusing the negotiation: " + why.message());
         pendingNegotiateFailure = why;
-        postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE);
+        if (postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE) && LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + rsp);
+        }
     }
 
     private boolean postNegotiationMessage(java.util.function.Consumer<ByteBuffer> encoder, int size) {
@@ -998,6 +1026,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             // The message's CreditsGranted is zero until now: perform 3.1.5.9.
             manageCreditsPriorToSending(true);
+            if (phase != Phase.ESTABLISHED) {
+                // Posting the receives failed and ended the connection (its buffers may be gone).
+                if (sendBuffers != null) {
+                    sendBuffers.release(slot);
+                }
+                return;
+            }
             int granted = Math.min(creditsToGrant, 65535);
             if (sendCredits == 1 && granted == 0) {
                 sendBuffers.release(slot);
@@ -1052,6 +1087,10 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             sendBuffers.release(slot);
             terminate(TerminationReason.TRANSPORT_ERROR, "send failed: " + e.getMessage());
             return false;
+        }
+        if (LOG.isLoggable(TRACE)) {
+            // What went on the wire, decoded back from the send buffer.
+            LOG.log(TRACE, this + " sent " + new DataTransferHeader().decode(slot.buffer, slot.base, total));
         }
         m.started = true;
         m.offset += dataLength;
@@ -1215,7 +1254,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         if (loss == null) {
-            loss = new ConnectionLoss(reason, detail);
+            loss = lossFor(reason, detail);
         }
         LOG.log(reason.isProtocolViolation() ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
                 () -> this + " terminating: " + loss.message());
@@ -1230,6 +1269,31 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         // The provider promises a terminal event; should it never come, do not hang.
         terminationTimer = scheduler.schedule(() -> execute(this::connectionLoss),
                 config.keepaliveResponseTimeout().toNanos());
+    }
+
+    /**
+     * The provider carrying this connection is going away (its service is being unregistered, before
+     * it closes): whatever ends the connection from now on is reported as {@link
+     * TerminationReason#PROVIDER_STOPPED}. Safe from any thread; the caller then terminates it.
+     *
+     * @param detail which provider
+     */
+    void providerStopping(String detail) {
+        providerStopped = detail;
+    }
+
+    /**
+     * The loss to report. Once the provider is going away, whatever its closing makes fail first
+     * (a post on a closed endpoint, the disconnect event) is reported as the provider stopping,
+     * which is the cause the upper layer needs to know.
+     */
+    private ConnectionLoss lossFor(TerminationReason reason, String detail) {
+        String stopped = providerStopped;
+        if (stopped != null && reason != TerminationReason.PROVIDER_STOPPED) {
+            return new ConnectionLoss(TerminationReason.PROVIDER_STOPPED,
+                    stopped + " (" + reason + ": " + detail + ")");
+        }
+        return new ConnectionLoss(reason, detail);
     }
 
     /**
@@ -1250,7 +1314,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             closeTimer.cancel();
         }
         ConnectionLoss why = loss != null ? loss
-                : new ConnectionLoss(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended");
+                : lossFor(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended");
         loss = why;
         ConnectionLostException failure = new ConnectionLostException(why);
         // Every message not yet completed: queued, partly posted, or with fragments in flight.
@@ -1279,6 +1343,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         for (RegisteredBufferImpl rb : registrations.values()) {
             rb.revoke();
         }
+        // Gone before the upper layer is told (ConnectionHandler.onConnectionLost promises it).
+        registrations.clear();
+        registrationsLive.set(0);
         connectFuture.completeExceptionally(failure);
         transport.connectionEnded(this, why, wasEstablished);
         ConnectionHandler h = handler;
@@ -1299,8 +1366,6 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                 LOG.log(System.Logger.Level.DEBUG, () -> this + ": completion queue close: " + e.getMessage());
             }
         }
-        registrations.clear();
-        registrationsLive.set(0);
         sendBuffers = null;
         receiveBuffers = null;
         fragmentReassemblyBuffer = null;

@@ -114,11 +114,20 @@ public final class SmbDirectTransport implements SmbDirect {
      */
     public void removeProvider(RdmaProvider provider) {
         providers.removeIf(b -> b.provider == provider);
+        String detail = "provider " + provider.type() + "/" + provider.name() + " stopped";
+        List<Connection> carried = new ArrayList<>();
         for (Connection c : connections) {
             if (c.provider == provider) {
-                c.execute(() -> c.terminate(TerminationReason.PROVIDER_STOPPED,
-                        "provider " + provider.type() + "/" + provider.name() + " stopped"));
+                carried.add(c);
             }
+        }
+        // Every connection learns that the provider is going first, then they end: ending one
+        // disconnects its peer, which may be another of these connections.
+        for (Connection c : carried) {
+            c.providerStopping(detail);
+        }
+        for (Connection c : carried) {
+            c.execute(() -> c.terminate(TerminationReason.PROVIDER_STOPPED, detail));
         }
         for (Listener l : listeners) {
             l.providerGone(provider);
