@@ -154,6 +154,11 @@ final class Session implements BulkSession, ConnectionHandler {
         return opened;
     }
 
+    /** Completes when the connection has ended and the session is done. */
+    CompletableFuture<Void> ended() {
+        return closed.copy();
+    }
+
     // ================================================================ life cycle
 
     /**
