@@ -72,8 +72,11 @@ final class Session implements BulkSession, ConnectionHandler {
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private final Object lock = new Object();
     private final SendCompletion sendCompletion = new SendCompletion();
-    /** The connection's engine thread, where blocking calls would deadlock. */
-    private volatile Thread engineThread;
+    /**
+     * Marks the threads the transport runs this layer's callbacks on (its engine threads): a
+     * blocking call there could wait for work only that thread can do.
+     */
+    private static final ThreadLocal<Boolean> ENGINE_THREAD = new ThreadLocal<>();
 
     // ------------------------------------------------------------ guarded by lock
     /** Written under the lock; volatile for {@link #toString()}. */
@@ -347,7 +350,7 @@ final class Session implements BulkSession, ConnectionHandler {
     @Override
     public void close() {
         CompletableFuture<Void> f = closeAsync().toCompletableFuture();
-        if (Thread.currentThread() == engineThread) {
+        if (onEngineThread()) {
             return; // cannot wait on the thread that must do the work; the close proceeds
         }
         try {
@@ -370,7 +373,7 @@ final class Session implements BulkSession, ConnectionHandler {
 
     @Override
     public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
-        engineThread = Thread.currentThread();
+        ENGINE_THREAD.set(Boolean.TRUE);
         Actions a = new Actions();
         try {
             synchronized (lock) {
@@ -398,7 +401,7 @@ final class Session implements BulkSession, ConnectionHandler {
 
     @Override
     public void onConnectionLost(SmbDirectConnection c, ConnectionLoss loss) {
-        engineThread = Thread.currentThread();
+        ENGINE_THREAD.set(Boolean.TRUE);
         Actions a = new Actions();
         ConnectionLoss why;
         boolean tell;
@@ -980,6 +983,7 @@ final class Session implements BulkSession, ConnectionHandler {
     private final class SendCompletion implements CompletionHandler<Void, Outbound> {
         @Override
         public void completed(Void result, Outbound o) {
+            ENGINE_THREAD.set(Boolean.TRUE); // a success is only ever reported by an engine thread
             sent(o);
         }
 
@@ -1053,9 +1057,14 @@ final class Session implements BulkSession, ConnectionHandler {
         f.whenComplete((v, e) -> done.accept(e));
     }
 
-    private void refuseOnEngineThread(String call) {
-        if (Thread.currentThread() == engineThread) {
-            throw new IllegalStateException(call + " would block the engine thread that must complete it; "
+    /** Whether the current thread is one the transport runs callbacks on. */
+    static boolean onEngineThread() {
+        return ENGINE_THREAD.get() != null;
+    }
+
+    static void refuseOnEngineThread(String call) {
+        if (onEngineThread()) {
+            throw new IllegalStateException(call + " would block an SMB Direct engine thread (and could deadlock); "
                     + "use the asynchronous form from handlers and completion callbacks");
         }
     }
