@@ -49,10 +49,11 @@ import org.smbdirect.transport.TerminationReason;
  * changes only on the connection's engine thread, so deliveries reach the handler one at a time,
  * in order.
  *
- * <p>Memory: the peer may have at most its announced MaxInFlight large transfers open here, and
- * may start sends at most {@link Hello#receiveWindow} beyond the oldest one not yet received
- * completely; this side moves at most {@link BulkConfig#maxInFlight()} of them at once. A peer that
- * exceeds either ends the session.
+ * <p>Memory: this side holds at most {@link BulkConfig#maxInFlight()} of the peer's large sends in
+ * direct memory, moving or complete and waiting for order (a transfer keeps its slot until
+ * delivered); the peer may start sends at most {@link Hello#receiveWindow} beyond the oldest one
+ * not yet received completely, and have at most its announced MaxInFlight large transfers open. A
+ * peer that exceeds either ends the session.
  */
 final class Session implements BulkSession, ConnectionHandler {
     private static final System.Logger LOG = System.getLogger(Session.class.getName());
@@ -768,6 +769,7 @@ final class Session implements BulkSession, ConnectionHandler {
         while (incomingMoving < config.maxInFlight() && !incomingQueued.isEmpty() && ended == null) {
             IncomingTransfer t = incomingQueued.poll();
             incomingMoving++;
+            t.holdsSlot = true;
             t.state = IncomingTransfer.State.MOVING;
             ByteBuffer buffer;
             try {
@@ -893,9 +895,23 @@ final class Session implements BulkSession, ConnectionHandler {
     private void settleIncomingLocked(IncomingTransfer t, IncomingTransfer.State state, Actions a) {
         t.state = state;
         incoming.remove(t.sequence);
-        incomingMoving--;
+        if (state == IncomingTransfer.State.SKIPPED) {
+            releaseSlotLocked(t);
+        }
         deliverLocked(a);
         startIncomingLocked(a);
+    }
+
+    /**
+     * A transfer keeps its slot, and so its memory, until delivered: transfers that complete
+     * early wait for order within this side's maxInFlight. Transfers start in order, so the
+     * oldest incomplete one always has a slot.
+     */
+    private void releaseSlotLocked(IncomingTransfer t) {
+        if (t.holdsSlot) {
+            t.holdsSlot = false;
+            incomingMoving--;
+        }
     }
 
     /** Hands every send that is complete and has no incomplete send before it to the handler. */
@@ -906,6 +922,7 @@ final class Session implements BulkSession, ConnectionHandler {
                 undelivered.poll();
             } else if (t.state == IncomingTransfer.State.READY) {
                 undelivered.poll();
+                releaseSlotLocked(t);
                 ByteBuffer data = t.buffer;
                 t.buffer = null;
                 bytesReceived += data.remaining();
