@@ -1341,11 +1341,14 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         rdmaActive.clear();
         rdmaQueue.clear();
         for (RegisteredBufferImpl rb : registrations.values()) {
-            rb.revoke();
+            // The endpoint's close releases the regions; a later deregister() finds nothing to do.
+            rb.take(null);
+            if (rb.uncount()) {
+                registrationsLive.decrementAndGet();
+            }
         }
         // Gone before the upper layer is told (ConnectionHandler.onConnectionLost promises it).
         registrations.clear();
-        registrationsLive.set(0);
         connectFuture.completeExceptionally(failure);
         transport.connectionEnded(this, why, wasEstablished);
         ConnectionHandler h = handler;
@@ -1523,10 +1526,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             throw providerFailure("registration failed", e);
         }
         RegisteredBufferImpl rb = new RegisteredBufferImpl(this, access, regions);
+        // Counted before it becomes visible to connectionLoss(), which uncounts what it finds.
+        rb.count();
+        registrationsLive.incrementAndGet();
         for (MemoryRegion r : regions) {
             registrations.put(r.token(), rb);
         }
-        registrationsLive.incrementAndGet();
         if (loss != null) {
             deregisterRegions(rb, null);
             throw new ConnectionLostException(loss);
@@ -1574,7 +1579,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                 }
             }
         }
-        if (!regions.isEmpty() && rb.fullyDeregistered()) {
+        if (rb.fullyDeregistered() && rb.uncount()) {
             registrationsLive.decrementAndGet();
         }
         if (first != null) {
