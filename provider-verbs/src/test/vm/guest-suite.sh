@@ -20,14 +20,14 @@ export RDMA_VM_DEVICE=$DEVICE RDMA_VM_IP=$IP
 
 # TCG: start-up and JIT are slow, so favour the quick compiler and the small collector.
 JVM_OPTS=(--enable-native-access=ALL-UNNAMED "-Djava.library.path=$NATIVE_DIR" -XX:+UseSerialGC
-          -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xmx512m)
+          -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xmx512m "-XX:ErrorFile=$OUT/hs_err_pid%p.log")
 mapfile -t SELECTORS < <(grep -v '^[[:space:]]*\(#\|$\)' "$SELECTORS_FILE")
 
 start=$(date +%s)
 echo "guest-suite: JUnit on $DEVICE ($IP)"
 "$JAVA" "${JVM_OPTS[@]}" -jar "$OUT/junit-platform-console-standalone.jar" execute \
   --class-path "$TEST_CLASSPATH" "${SELECTORS[@]}" --reports-dir "$OUT/reports" \
-  --details=tree --disable-banner --disable-ansi-colors > "$OUT/junit.log" 2>&1
+  --details=testfeed --disable-banner --disable-ansi-colors > "$OUT/junit.log" 2>&1
 junit_rc=$?
 tail -n 20 "$OUT/junit.log"
 echo "guest-suite: JUnit exited $junit_rc after $(( $(date +%s) - start )) s"

@@ -92,6 +92,8 @@ final class VerbsCompletionQueue implements CompletionQueue {
     private final ByteBuffer records;
     private final long recordsAddress;
     private ArmType armed;
+    /** A notification for any completion was requested from the device since its last event. */
+    private boolean requestedAny;
     private boolean notificationPending;
     private boolean overflowed;
     private int hwEntries;
@@ -229,6 +231,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
         try {
             if (armed == ArmType.ANY || armed == ArmType.ERRORS) {
                 notifyAny.execute();
+                requestedAny = true;
             } else {
                 notifySolicited.execute();
             }
@@ -272,29 +275,33 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     /** Called on the completion thread when the completion channel is readable. */
     void onChannelReadable() {
-        int events = 0;
-        try {
-            while (!nativeReleased && channel.getCqEvent(cq, 0)) {
-                events++;
-            }
-            if (events > 0) {
-                cq.ackEvents(events);
-            }
-        } catch (IOException e) {
-            VerbsProvider.LOG.log(Level.ERROR, "ibv_get_cq_event failed on " + provider.name() + ": " + e.getMessage());
-        }
         lock.lock();
         try {
-            if (closed) {
+            if (closed || nativeReleased) {
                 return;
             }
-            ArmType before = armed;
+            int events = 0;
+            try {
+                while (channel.getCqEvent(cq, 0)) {
+                    events++;
+                }
+                if (events > 0) {
+                    cq.ackEvents(events);
+                }
+            } catch (IOException e) {
+                VerbsProvider.LOG.log(Level.ERROR, "ibv_get_cq_event failed on " + provider.name() + ": " + e.getMessage());
+            }
+            // A notification that was only ever requested solicited-only fires only for solicited
+            // or failed completions: the new completions may then count for a SOLICITED arm. One
+            // requested for any completion (it cannot be narrowed again) proves nothing.
+            boolean solicitedOnly = !requestedAny;
+            if (events > 0) {
+                requestedAny = false; // the device's request was used up by this event
+            }
             pollHardware();
             requestNotification();
             pollHardware();
-            // A notification requested solicited-only fires only for solicited or failed
-            // completions: the new completions may then count for a SOLICITED arm.
-            evaluate(before == ArmType.SOLICITED);
+            evaluate(solicitedOnly && events > 0);
         } finally {
             lock.unlock();
         }
@@ -362,13 +369,10 @@ final class VerbsCompletionQueue implements CompletionQueue {
                     if (ep == null) {
                         continue; // its endpoint was released; nobody can receive this any more
                     }
-                    boolean visible = ep.complete(wrId, records.getInt(base + VerbsNative.WC_STATUS),
+                    ep.complete(wrId, records.getInt(base + VerbsNative.WC_STATUS),
                             records.getInt(base + VerbsNative.WC_BYTE_LEN), records.getInt(base + VerbsNative.WC_FLAGS),
                             records.getInt(base + VerbsNative.WC_INVALIDATED), records.getInt(base + VerbsNative.WC_VENDOR_ERR),
-                            scratch);
-                    if (visible) {
-                        enqueue(scratch);
-                    }
+                            scratch, this);
                     scratch.clear();
                 }
             } while (n == POLL_BATCH);
@@ -378,7 +382,19 @@ final class VerbsCompletionQueue implements CompletionQueue {
         }
     }
 
-    private void enqueue(Entry e) {
+    /** Reports the endpoint's synthetic requests that are next in line; from a posting thread. */
+    void completeSynthetic(VerbsEndpoint endpoint) {
+        lock.lock();
+        try {
+            endpoint.drainSynthetic(this);
+            evaluate(false);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Queues a completion for the consumer. Lock held. */
+    void enqueueLocked(Entry e) {
         if (size == ring.length) {
             if (!overflowed) {
                 overflowed = true;

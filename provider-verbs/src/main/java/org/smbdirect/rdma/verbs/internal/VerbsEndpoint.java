@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import org.smbdirect.rdma.Access;
 import org.smbdirect.rdma.ConnectionListener;
@@ -48,9 +49,12 @@ final class VerbsEndpoint implements Endpoint {
     private static final long SEQ_MASK = RECV_BIT - 1;
     private static final byte F_SILENT = 1;
     private static final byte F_INTERNAL = 2;
-    private static final byte F_EXPECT_FAILURE = 4;
+    /** Never handed to the device: completes INVALID_TOKEN in order, then ends the connection. */
+    private static final byte F_SYNTHETIC_INVALID = 4;
+    /** Never handed to the device: posted after a synthetic failure, completes FLUSHED. */
+    private static final byte F_SYNTHETIC_FLUSH = 8;
+    private static final byte F_SYNTHETIC = F_SYNTHETIC_INVALID | F_SYNTHETIC_FLUSH;
     private static final byte[] NONE = new byte[0];
-    private static final int IBV_WC_WITH_INV = 1 << 3;
     /** rdma_cm reject reason of InfiniBand/RoCE when nobody listens (IB_CM_REJ_INVALID_SERVICE_ID). */
     private static final int REJ_INVALID_SERVICE_ID = 8;
     private static final int ETIMEDOUT = 110;
@@ -79,8 +83,18 @@ final class VerbsEndpoint implements Endpoint {
     private boolean closeRequestedDuringConnect;
     private boolean terminalDelivered;
     private boolean disconnectIssued;
-    private boolean nativeReleased;
-    private boolean qpReleased;
+    /**
+     * Guards the native objects against use after destruction: every native call on them holds the
+     * read lock and checks the flags below, which are set under the write lock.
+     */
+    private final ReentrantReadWriteLock nativeLock = new ReentrantReadWriteLock();
+    /** The protection domain, registrations and (if owned) the identifier are destroyed. */
+    private volatile boolean nativeReleased;
+    /** The queue pair is destroyed. */
+    private volatile boolean qpReleased;
+    /** The identifier must not be used any more (destroyed, or left to the request to destroy). */
+    private volatile boolean idReleased;
+    private boolean releaseStarted;
     private boolean ownsCmId;
     private RdmaStatus failure;
     private String failureReason;
@@ -96,8 +110,6 @@ final class VerbsEndpoint implements Endpoint {
     private final List<VerbsMemoryRegion> pendingBinds = new ArrayList<>();
     private final Set<VerbsMemoryRegion> regions = ConcurrentHashMap.newKeySet();
     private final ConcurrentHashMap<Integer, VerbsMemoryRegion> byToken = new ConcurrentHashMap<>();
-    private long sentinelMw;
-    private int sentinelRkey;
 
     private final Object sendLock = new Object();
     private final Object[] sendContext;
@@ -105,7 +117,12 @@ final class VerbsEndpoint implements Endpoint {
     private final byte[] sendFlag;
     private final int[] sendBytes;
     private final VerbsMemoryRegion[] sendRegion;
-    private long sendSeq;
+    /** Number of send-queue requests ever posted; written under sendLock. */
+    private volatile long sendSeq;
+    /** Number of send-queue requests completed; under the send completion queue's lock. */
+    private long sendCompleted;
+    /** A request failed before reaching the device: later ones are flushed without reaching it. */
+    private boolean doomed;
     private final AtomicInteger consumerSends = new AtomicInteger();
     private final AtomicInteger internalSends = new AtomicInteger();
     private final ByteBuffer sendRecord;
@@ -237,12 +254,18 @@ final class VerbsEndpoint implements Endpoint {
             connectOrd = ord;
             remoteAddress = remote;
         }
+        nativeLock.readLock().lock();
         try {
+            if (idReleased) {
+                throw new NativeException("rdma_resolve_addr", 22, "the endpoint was released");
+            }
             VerbsNative.resolveAddr(cmId, remote.getAddress().getAddress(), remote.getPort(),
                     provider.settings.resolveTimeoutMillis);
         } catch (NativeException e) {
             provider.cmLoop.execute(() -> attemptFailed(e.status() == RdmaStatus.INVALID_PARAMETER
                     ? RdmaStatus.UNREACHABLE : e.status(), "cannot reach " + remote + ": " + e.getMessage()));
+        } finally {
+            nativeLock.readLock().unlock();
         }
         provider.cmLoop.schedule(provider.settings.resolveTimeoutMillis * 2L + 60_000L, this::connectDeadline);
     }
@@ -279,40 +302,75 @@ final class VerbsEndpoint implements Endpoint {
             this.remoteAddress = request.remoteAddress();
             ownsCmId = true;
         }
+        nativeLock.readLock().lock();
         try {
+            if (idReleased || qpReleased) {
+                throw new NativeException("rdma_accept", 22, "the endpoint was released");
+            }
             VerbsNative.accept(cmId, privateData, ird, ord, 0);
         } catch (NativeException e) {
             provider.cmLoop.execute(() -> attemptFailed(e.status(), "accepting failed: " + e.getMessage()));
+        } finally {
+            nativeLock.readLock().unlock();
         }
     }
 
-    /** Passive side: the request was rejected or expired before it was accepted; no events follow. */
+    /**
+     * Passive side: the request was rejected or expired before it was accepted; no events follow.
+     * The request destroys the identifier next, which must not keep the queue pair.
+     */
     void requestAbandoned() {
-        boolean releaseQp;
         synchronized (lock) {
             if (state == EndpointState.IDLE) {
                 state = EndpointState.DISCONNECTED;
             }
             terminalDelivered = true;
-            releaseQp = !qpReleased;
-            qpReleased = true;
         }
-        // The request destroys the rdma_cm identifier, which must not keep the queue pair.
-        if (releaseQp) {
-            flushAndDestroyQp();
+        qpToErrorQuietly();
+        sendCq.reap();
+        recvCq.reap();
+        nativeLock.writeLock().lock();
+        try {
+            idReleased = true;
+            if (!qpReleased) {
+                qpReleased = true;
+                VerbsNative.destroyQp(cmId);
+            }
+        } finally {
+            nativeLock.writeLock().unlock();
         }
         scheduleRelease();
     }
 
-    private void flushAndDestroyQp() {
+    /** Moves the queue pair to the error state (flushing it), unless it is gone. */
+    private void qpToErrorQuietly() {
+        nativeLock.readLock().lock();
         try {
-            VerbsNative.qpToError(qp);
+            if (!qpReleased) {
+                VerbsNative.qpToError(qp);
+            }
         } catch (NativeException e) {
             VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
         }
-        sendCq.reap();
-        recvCq.reap();
-        VerbsNative.destroyQp(cmId);
+    }
+
+    /** rdma_disconnect, unless the identifier is gone; {@code false} when it failed or was gone. */
+    private boolean disconnectQuietly() {
+        nativeLock.readLock().lock();
+        try {
+            if (idReleased) {
+                return false;
+            }
+            VerbsNative.disconnect(cmId);
+            return true;
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.DEBUG, "rdma_disconnect: " + e.getMessage());
+            return false;
+        } finally {
+            nativeLock.readLock().unlock();
+        }
     }
 
     @Override
@@ -364,16 +422,9 @@ final class VerbsEndpoint implements Endpoint {
     }
 
     private void issueDisconnect() {
-        try {
-            VerbsNative.disconnect(cmId);
-        } catch (NativeException e) {
+        if (!disconnectQuietly()) {
             // The identifier is not connected (any more): end locally.
-            VerbsProvider.LOG.log(Level.DEBUG, "rdma_disconnect: " + e.getMessage());
-            try {
-                VerbsNative.qpToError(qp);
-            } catch (NativeException e2) {
-                VerbsProvider.LOG.log(Level.DEBUG, e2.getMessage());
-            }
+            qpToErrorQuietly();
             provider.cmLoop.execute(this::deliverTerminal);
         }
     }
@@ -410,11 +461,7 @@ final class VerbsEndpoint implements Endpoint {
         if (disconnect) {
             issueDisconnect();
         } else if (silent) {
-            try {
-                VerbsNative.qpToError(qp);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
-            }
+            qpToErrorQuietly();
         }
         if (unanswered) {
             request.endpointClosed(this);
@@ -439,10 +486,15 @@ final class VerbsEndpoint implements Endpoint {
         if (!stillConnecting()) {
             return;
         }
+        nativeLock.readLock().lock();
         try {
-            VerbsNative.resolveRoute(cmId, provider.settings.resolveTimeoutMillis);
+            if (!idReleased) {
+                VerbsNative.resolveRoute(cmId, provider.settings.resolveTimeoutMillis);
+            }
         } catch (NativeException e) {
             attemptFailed(RdmaStatus.UNREACHABLE, "route resolution failed: " + e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
         }
     }
 
@@ -459,11 +511,16 @@ final class VerbsEndpoint implements Endpoint {
             o = connectOrd;
             localAddress = address(false);
         }
+        nativeLock.readLock().lock();
         try {
-            // rnr_retry_count 0: a send without a posted receive fails at once (RECEIVER_NOT_READY).
-            VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, 0);
+            if (!idReleased) {
+                // rnr_retry_count 0: a send without a posted receive fails at once (RECEIVER_NOT_READY).
+                VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, 0);
+            }
         } catch (NativeException e) {
             attemptFailed(e.status(), "rdma_connect failed: " + e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
         }
     }
 
@@ -477,11 +534,7 @@ final class VerbsEndpoint implements Endpoint {
             end = closeRequestedDuringConnect;
         }
         if (end) {
-            try {
-                VerbsNative.qpToError(qp);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
-            }
+            qpToErrorQuietly();
             deliverTerminal();
             return false;
         }
@@ -597,11 +650,7 @@ final class VerbsEndpoint implements Endpoint {
                 failureReason = reason;
             }
         }
-        try {
-            VerbsNative.qpToError(qp);
-        } catch (NativeException e) {
-            VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
-        }
+        qpToErrorQuietly();
         deliverTerminal();
     }
 
@@ -613,17 +662,9 @@ final class VerbsEndpoint implements Endpoint {
         }
         if (complete) {
             // The peer disconnected: answer its request and flush our queue pair.
-            try {
-                VerbsNative.disconnect(cmId);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.DEBUG, "rdma_disconnect: " + e.getMessage());
-            }
+            disconnectQuietly();
         }
-        try {
-            VerbsNative.qpToError(qp);
-        } catch (NativeException e) {
-            VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
-        }
+        qpToErrorQuietly();
         deliverTerminal();
     }
 
@@ -689,17 +730,9 @@ final class VerbsEndpoint implements Endpoint {
             }
         }
         if (disconnect) {
-            try {
-                VerbsNative.disconnect(cmId);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.DEBUG, "rdma_disconnect: " + e.getMessage());
-            }
+            disconnectQuietly();
         }
-        try {
-            VerbsNative.qpToError(qp);
-        } catch (NativeException e) {
-            VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
-        }
+        qpToErrorQuietly();
     }
 
     /** A request failed: the connection ends with this status (the first failure wins). */
@@ -724,7 +757,13 @@ final class VerbsEndpoint implements Endpoint {
     }
 
     private InetSocketAddress address(boolean remote) {
-        byte[] a = VerbsNative.address(cmId, remote);
+        byte[] a;
+        nativeLock.readLock().lock();
+        try {
+            a = idReleased ? null : VerbsNative.address(cmId, remote);
+        } finally {
+            nativeLock.readLock().unlock();
+        }
         if (a == null) {
             return null;
         }
@@ -749,7 +788,7 @@ final class VerbsEndpoint implements Endpoint {
 
     private void tryRelease() {
         synchronized (lock) {
-            if (nativeReleased || !closeRequested || !terminalDelivered) {
+            if (releaseStarted || !closeRequested || !terminalDelivered) {
                 return;
             }
         }
@@ -766,17 +805,13 @@ final class VerbsEndpoint implements Endpoint {
     private void forceRelease() {
         boolean terminal;
         synchronized (lock) {
-            if (nativeReleased) {
+            if (releaseStarted) {
                 return;
             }
             terminal = terminalDelivered;
         }
         if (!terminal) {
-            try {
-                VerbsNative.qpToError(qp);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
-            }
+            qpToErrorQuietly();
             deliverTerminal();
         }
         sendCq.reap();
@@ -786,15 +821,12 @@ final class VerbsEndpoint implements Endpoint {
 
     /** Destroys the queue pair, the registrations, the protection domain and the identifier. */
     void releaseNative() {
-        boolean destroyQp;
         boolean destroyId;
         synchronized (lock) {
-            if (nativeReleased) {
+            if (releaseStarted) {
                 return;
             }
-            nativeReleased = true;
-            destroyQp = !qpReleased;
-            qpReleased = true;
+            releaseStarted = true;
             destroyId = ownsCmId;
             terminalDelivered = true;
             if (state != EndpointState.CLOSED) {
@@ -802,44 +834,44 @@ final class VerbsEndpoint implements Endpoint {
             }
         }
         provider.unregister(this);
-        if (destroyQp) {
-            VerbsNative.destroyQp(cmId);
-        }
-        for (VerbsMemoryRegion r : regions) {
-            r.deregistered();
-            releaseWindow(r);
-            try {
-                VerbsNative.deregMr(r.mr);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+        // No other lock is taken while holding the write lock: posting threads hold the send or
+        // receive lock and pollers the completion queue's lock when they ask for the read lock.
+        nativeLock.writeLock().lock();
+        try {
+            nativeReleased = true;
+            if (!qpReleased) {
+                qpReleased = true;
+                VerbsNative.destroyQp(cmId);
             }
-        }
-        regions.clear();
-        byToken.clear();
-        synchronized (sendLock) {
-            if (sentinelMw != 0) {
+            for (VerbsMemoryRegion r : regions) {
+                r.deregistered();
+                releaseWindow(r);
                 try {
-                    VerbsNative.deallocMw(sentinelMw);
+                    VerbsNative.deregMr(r.mr);
                 } catch (NativeException e) {
                     VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
                 }
-                sentinelMw = 0;
             }
+            regions.clear();
+            byToken.clear();
+            try {
+                pd.deallocPd();
+            } catch (Exception e) {
+                VerbsProvider.LOG.log(Level.WARNING, "ibv_dealloc_pd failed: " + e.getMessage());
+            }
+            if (destroyId && !idReleased) {
+                try {
+                    VerbsNative.destroyCmId(cmId);
+                } catch (NativeException e) {
+                    VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+                }
+            }
+            idReleased = true;
+        } finally {
+            nativeLock.writeLock().unlock();
         }
         sendCq.detach(this, sqSize);
         recvCq.detach(this, options.receiveQueueDepth());
-        try {
-            pd.deallocPd();
-        } catch (Exception e) {
-            VerbsProvider.LOG.log(Level.WARNING, "ibv_dealloc_pd failed: " + e.getMessage());
-        }
-        if (destroyId) {
-            try {
-                VerbsNative.destroyCmId(cmId);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
-            }
-        }
     }
 
     /** The request this passive endpoint was created for while it is still unanswered, else {@code null}. */
@@ -853,22 +885,24 @@ final class VerbsEndpoint implements Endpoint {
     }
 
     boolean isReleased() {
-        synchronized (lock) {
-            return nativeReleased;
-        }
+        return nativeReleased;
     }
 
     boolean isDrained() {
         return outstanding() == 0;
     }
 
+    /** Deallocates a region's memory window, revoking remote access through it. */
     private void releaseWindow(VerbsMemoryRegion r) {
-        if (r.takeWindow()) {
-            try {
+        nativeLock.readLock().lock();
+        try {
+            if (r.takeWindow()) {
                 VerbsNative.deallocMw(r.mw);
-            } catch (NativeException e) {
-                VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
             }
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
         }
     }
 
@@ -916,22 +950,31 @@ final class VerbsEndpoint implements Endpoint {
         }
         int[] keys = new int[2];
         long mr;
-        try {
-            mr = VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
-        } catch (NativeException e) {
-            throw e.toRdmaException("registering " + length + " bytes");
-        }
         long mw = 0;
-        int token = remote ? keys[1] : keys[0];
-        if (window) {
-            int[] rkey = new int[1];
-            try {
-                mw = VerbsNative.allocMw(pdPtr, rkey);
-            } catch (NativeException e) {
-                deregQuietly(mr);
-                throw e.toRdmaException("allocating a memory window");
+        int token;
+        nativeLock.readLock().lock();
+        try {
+            if (nativeReleased) {
+                throw new RdmaException(RdmaStatus.INVALID_STATE, "cannot register memory: the endpoint was released");
             }
-            token = provider.newWindowKey(rkey[0]);
+            try {
+                mr = VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
+            } catch (NativeException e) {
+                throw e.toRdmaException("registering " + length + " bytes");
+            }
+            token = remote ? keys[1] : keys[0];
+            if (window) {
+                int[] rkey = new int[1];
+                try {
+                    mw = VerbsNative.allocMw(pdPtr, rkey);
+                } catch (NativeException e) {
+                    deregQuietly(mr);
+                    throw e.toRdmaException("allocating a memory window");
+                }
+                token = provider.newWindowKey(rkey[0]);
+            }
+        } finally {
+            nativeLock.readLock().unlock();
         }
         VerbsMemoryRegion region = new VerbsMemoryRegion(this, view, address, access, mr, keys[0], mw, token);
         regions.add(region);
@@ -973,10 +1016,19 @@ final class VerbsEndpoint implements Endpoint {
 
     private void discard(VerbsMemoryRegion region) {
         region.deregistered();
-        regions.remove(region);
+        if (!regions.remove(region)) {
+            return; // released with the endpoint
+        }
         byToken.remove(region.token, region);
         releaseWindow(region);
-        deregQuietly(region.mr);
+        nativeLock.readLock().lock();
+        try {
+            if (!nativeReleased) {
+                deregQuietly(region.mr);
+            }
+        } finally {
+            nativeLock.readLock().unlock();
+        }
     }
 
     private static void deregQuietly(long mr) {
@@ -1030,10 +1082,15 @@ final class VerbsEndpoint implements Endpoint {
             pendingBinds.remove(r);
         }
         releaseWindow(r);
+        nativeLock.readLock().lock();
         try {
-            VerbsNative.deregMr(r.mr);
+            if (!nativeReleased) {
+                VerbsNative.deregMr(r.mr);
+            }
         } catch (NativeException e) {
             throw e.toRdmaException("deregistering");
+        } finally {
+            nativeLock.readLock().unlock();
         }
     }
 
@@ -1056,29 +1113,28 @@ final class VerbsEndpoint implements Endpoint {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "the region was registered without remote access");
         }
         checkConnected();
+        // Learn of invalidations by the peer that already completed: invalidating a window twice
+        // must never reach the device.
+        recvCq.reap();
         reserveConsumerSlot();
         boolean posted = false;
         try {
             synchronized (sendLock) {
                 byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? F_SILENT : 0;
-                int rkey;
                 boolean valid;
                 synchronized (r) {
                     valid = r.state() == VerbsMemoryRegion.VALID && r.mw != 0 && regions.contains(r);
                 }
                 if (valid) {
-                    rkey = r.token;
-                } else {
-                    // Already invalid: post an invalidation the device must refuse (of a window that
-                    // was never bound), so that the failure completes in order with other requests.
-                    rkey = sentinel();
-                    flag |= F_EXPECT_FAILURE;
-                }
-                post(VerbsNative.OP_LOCAL_INV, context, flag, sendFlags(flags), r, 0, 0, rkey, 0);
-                posted = true;
-                if (valid) {
+                    post(VerbsNative.OP_LOCAL_INV, context, flag, sendFlags(flags), r, 0, 0, r.token, 0);
                     r.invalidated();
+                } else {
+                    // Already invalid. Nothing is handed to the device (Soft-RoCE of Linux 6.1
+                    // dereferences a null pointer when asked to invalidate an unbound window): the
+                    // request completes INVALID_TOKEN in order with the others and ends the connection.
+                    postSynthetic(VerbsNative.OP_LOCAL_INV, context, F_SYNTHETIC_INVALID, r);
                 }
+                posted = true;
             }
         } finally {
             if (!posted) {
@@ -1087,17 +1143,47 @@ final class VerbsEndpoint implements Endpoint {
         }
     }
 
-    private int sentinel() throws RdmaException {
-        if (sentinelMw == 0) {
-            int[] rkey = new int[1];
-            try {
-                sentinelMw = VerbsNative.allocMw(pdPtr, rkey);
-            } catch (NativeException e) {
-                throw e.toRdmaException("allocating a memory window");
+    /** Queues a request that never reaches the device. sendLock held; the consumer slot is reserved. */
+    private void postSynthetic(int op, Object context, byte flag, VerbsMemoryRegion region) {
+        long seq = sendSeq;
+        int slot = (int) (seq % sqSize);
+        sendContext[slot] = context;
+        sendOp[slot] = (byte) op;
+        sendFlag[slot] = flag;
+        sendBytes[slot] = 0;
+        sendRegion[slot] = region;
+        doomed = true;
+        sendSeq = seq + 1;
+        sendCq.completeSynthetic(this);
+    }
+
+    /**
+     * Reports the synthetic requests that are next in line, in order. Under the send completion
+     * queue's lock.
+     */
+    void drainSynthetic(VerbsCompletionQueue cq) {
+        while (sendCompleted < sendSeq) {
+            int slot = (int) (sendCompleted % sqSize);
+            byte flag = sendFlag[slot];
+            if ((flag & F_SYNTHETIC) == 0) {
+                return;
             }
-            sentinelRkey = rkey[0];
+            VerbsCompletionQueue.Entry e = new VerbsCompletionQueue.Entry();
+            e.context = sendContext[slot];
+            e.endpoint = this;
+            e.type = type(sendOp[slot]);
+            e.status = (flag & F_SYNTHETIC_INVALID) != 0 ? RdmaStatus.INVALID_TOKEN : RdmaStatus.FLUSHED;
+            sendContext[slot] = null;
+            sendRegion[slot] = null;
+            sendCompleted++;
+            consumerSends.decrementAndGet();
+            if ((flag & F_SYNTHETIC_INVALID) != 0) {
+                requestFailed(RdmaStatus.INVALID_TOKEN, "a local invalidate named a token that was already "
+                        + "invalidated or deregistered");
+                qpToErrorQuietly();
+            }
+            cq.enqueueLocked(e);
         }
-        return sentinelRkey;
     }
 
     // ================================================================== RDMA service
@@ -1131,16 +1217,22 @@ final class VerbsEndpoint implements Endpoint {
             }
             long seq = recvSeq;
             int slot = (int) (seq % recvContext.length);
-            recvRecord.putLong(VerbsNative.RECV_ID, ((long) id << 32) | RECV_BIT | (seq & SEQ_MASK));
+            recvRecord.putLong(VerbsNative.RECV_ID, ((long) id << 32) | RECV_BIT | slot);
             recvRecord.putInt(VerbsNative.RECV_NUM_SGE, n);
             recvContext[slot] = context;
             receives.incrementAndGet();
+            nativeLock.readLock().lock();
             try {
+                if (qpReleased) {
+                    throw new NativeException("ibv_post_recv", 107, "the queue pair was released");
+                }
                 VerbsNative.postRecv(qp, recvRecordAddress);
             } catch (NativeException e) {
                 recvContext[slot] = null;
                 receives.decrementAndGet();
                 throw e.toRdmaException("posting a receive");
+            } finally {
+                nativeLock.readLock().unlock();
             }
             recvSeq = seq + 1;
         }
@@ -1359,10 +1451,17 @@ final class VerbsEndpoint implements Endpoint {
     private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
             int rkey, int invalidate, int sges, int bytes) throws RdmaException {
         boolean internal = (flag & F_INTERNAL) != 0;
+        if (doomed) {
+            if (internal) {
+                throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the connection is ending");
+            }
+            postSynthetic(op, context, F_SYNTHETIC_FLUSH, region);
+            return;
+        }
         long seq = sendSeq;
         int slot = (int) (seq % sqSize);
         ByteBuffer rec = sendRecord;
-        rec.putLong(VerbsNative.WR_ID, ((long) id << 32) | (seq & SEQ_MASK));
+        rec.putLong(VerbsNative.WR_ID, ((long) id << 32) | slot);
         rec.putInt(VerbsNative.WR_OPCODE, op);
         rec.putInt(VerbsNative.WR_FLAGS, internal ? VerbsNative.SEND_SIGNALED : ibvFlags);
         rec.putLong(VerbsNative.WR_REMOTE_ADDR, remoteOffset);
@@ -1377,7 +1476,11 @@ final class VerbsEndpoint implements Endpoint {
         if (internal) {
             internalSends.incrementAndGet();
         }
+        nativeLock.readLock().lock();
         try {
+            if (qpReleased) {
+                throw new NativeException("ibv_post_send", 107, "the queue pair was released");
+            }
             VerbsNative.postSend(qp, sendRecordAddress, 1);
         } catch (NativeException e) {
             sendContext[slot] = null;
@@ -1386,6 +1489,8 @@ final class VerbsEndpoint implements Endpoint {
                 internalSends.decrementAndGet();
             }
             throw e.toRdmaException("posting a " + opName(op));
+        } finally {
+            nativeLock.readLock().unlock();
         }
         sendSeq = seq + 1;
     }
@@ -1429,43 +1534,50 @@ final class VerbsEndpoint implements Endpoint {
     // ------------------------------------------------------------------ completions (under the CQ's lock)
 
     /**
-     * Accounts for one verbs work completion of this endpoint and describes it in {@code out}.
-     *
-     * @return {@code true} when the consumer is to see it
+     * Accounts for one verbs work completion of this endpoint and queues what the consumer is to
+     * see on {@code cq}, the queue that polled it (under its lock).
      */
-    boolean complete(long wrId, int wcStatus, int byteLen, int wcFlags, int invalidated, int vendorErr,
-            VerbsCompletionQueue.Entry out) {
-        long seq = wrId & SEQ_MASK;
-        boolean visible;
+    void complete(long wrId, int wcStatus, int byteLen, int wcFlags, int invalidated, int vendorErr,
+            VerbsCompletionQueue.Entry out, VerbsCompletionQueue cq) {
+        int slot = (int) (wrId & SEQ_MASK);
         if ((wrId & RECV_BIT) != 0) {
-            int slot = (int) (seq % recvContext.length);
             Object context = recvContext[slot];
             recvContext[slot] = null;
             receives.decrementAndGet();
-            RdmaStatus status = WcStatus.map(wcStatus, OperationType.RECEIVE);
+            RdmaStatus status = WcStatus.map(wcStatus, OperationType.RECEIVE, provider.softRoce);
+            String failure = status == RdmaStatus.SUCCESS || status == RdmaStatus.FLUSHED ? null
+                    : "a receive failed with " + WcStatus.name(wcStatus) + " (vendor error 0x"
+                            + Integer.toHexString(vendorErr) + ")";
+            out.tokenInvalidated = false;
+            out.token = 0;
+            if (status == RdmaStatus.SUCCESS && (wcFlags & provider.withInvalidateFlags) != 0) {
+                VerbsMemoryRegion r = byToken.get(invalidated);
+                if (r != null && r.isRemote() && r.state() == VerbsMemoryRegion.VALID) {
+                    r.invalidated();
+                    releaseWindow(r); // an invalidated window is never used again
+                    out.tokenInvalidated = true;
+                    out.token = invalidated;
+                } else {
+                    // NdkSendAndInvalidate: a token that is not a valid remote token of this
+                    // endpoint aborts the connection (some devices invalidate other windows).
+                    status = RdmaStatus.INVALID_TOKEN;
+                    failure = "the peer's send invalidated token 0x" + Integer.toHexString(invalidated)
+                            + ", which is not a valid remote token of this endpoint";
+                }
+            }
             out.context = context;
             out.endpoint = this;
             out.type = OperationType.RECEIVE;
             out.status = status;
             out.bytes = status == RdmaStatus.SUCCESS ? byteLen : 0;
-            if (status == RdmaStatus.SUCCESS && (wcFlags & IBV_WC_WITH_INV) != 0) {
-                VerbsMemoryRegion r = byToken.get(invalidated);
-                if (r != null) {
-                    r.invalidated();
+            if (failure != null) {
+                requestFailed(status, failure);
+                if (status == RdmaStatus.INVALID_TOKEN) {
+                    qpToErrorQuietly();
                 }
-                out.tokenInvalidated = true;
-                out.token = invalidated;
-            } else {
-                out.tokenInvalidated = false;
-                out.token = 0;
             }
-            if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED) {
-                requestFailed(status, "a receive failed with " + WcStatus.name(wcStatus) + " (vendor error 0x"
-                        + Integer.toHexString(vendorErr) + ")");
-            }
-            visible = true;
+            cq.enqueueLocked(out);
         } else {
-            int slot = (int) (seq % sqSize);
             Object context = sendContext[slot];
             int op = sendOp[slot];
             byte flag = sendFlag[slot];
@@ -1473,7 +1585,8 @@ final class VerbsEndpoint implements Endpoint {
             VerbsMemoryRegion region = sendRegion[slot];
             sendContext[slot] = null;
             sendRegion[slot] = null;
-            RdmaStatus status = WcStatus.map(wcStatus, type(op));
+            sendCompleted++;
+            RdmaStatus status = WcStatus.map(wcStatus, type(op), provider.softRoce);
             if ((flag & F_INTERNAL) != 0) {
                 internalSends.decrementAndGet();
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && region != null
@@ -1482,38 +1595,31 @@ final class VerbsEndpoint implements Endpoint {
                     requestFailed(RdmaStatus.DEVICE_ERROR, "binding a memory window failed with "
                             + WcStatus.name(wcStatus));
                 }
-                visible = false;
             } else {
                 consumerSends.decrementAndGet();
-                if ((flag & F_EXPECT_FAILURE) != 0 && status != RdmaStatus.FLUSHED) {
-                    if (status == RdmaStatus.SUCCESS) {
-                        try {
-                            VerbsNative.qpToError(qp);
-                        } catch (NativeException e) {
-                            VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
-                        }
-                    }
-                    status = RdmaStatus.INVALID_TOKEN;
+                if (op == VerbsNative.OP_LOCAL_INV && status == RdmaStatus.SUCCESS && region != null) {
+                    releaseWindow(region); // an invalidated window is never used again
                 }
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED) {
-                    requestFailed(status, "a " + opName(op) + " failed" + ((flag & F_EXPECT_FAILURE) != 0
-                            ? ": the token was already invalid" : " with " + WcStatus.name(wcStatus)
-                            + " (vendor error 0x" + Integer.toHexString(vendorErr) + ")"));
+                    requestFailed(status, "a " + opName(op) + " failed with " + WcStatus.name(wcStatus)
+                            + " (vendor error 0x" + Integer.toHexString(vendorErr) + ")");
                 }
-                visible = !((flag & F_SILENT) != 0 && status == RdmaStatus.SUCCESS);
-                out.context = context;
-                out.endpoint = this;
-                out.type = type(op);
-                out.status = status;
-                out.bytes = status == RdmaStatus.SUCCESS ? bytes : 0;
-                out.tokenInvalidated = false;
-                out.token = 0;
+                if ((flag & F_SILENT) == 0 || status != RdmaStatus.SUCCESS) {
+                    out.context = context;
+                    out.endpoint = this;
+                    out.type = type(op);
+                    out.status = status;
+                    out.bytes = status == RdmaStatus.SUCCESS ? bytes : 0;
+                    out.tokenInvalidated = false;
+                    out.token = 0;
+                    cq.enqueueLocked(out);
+                }
             }
+            drainSynthetic(cq);
         }
         if (closeRequested && outstanding() == 0) {
             scheduleRelease();
         }
-        return visible;
     }
 
     @Override

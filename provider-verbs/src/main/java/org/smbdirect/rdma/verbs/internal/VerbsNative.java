@@ -78,7 +78,7 @@ public final class VerbsNative {
     public static final int WC_BYTE_LEN = 16;
     /** Completion record: wc_flags (int). */
     public static final int WC_FLAGS = 20;
-    /** Completion record: the invalidated rkey when {@code WC_FLAGS} has IBV_WC_WITH_INV (int). */
+    /** Completion record: the invalidated rkey, or immediate data (the union of struct ibv_wc) (int). */
     public static final int WC_INVALIDATED = 24;
     /** Completion record: vendor error (int). */
     public static final int WC_VENDOR_ERR = 28;
@@ -166,8 +166,10 @@ public final class VerbsNative {
     public static final int DEV_LINK_LAYER = 10;
     /** queryDevice: state of port 1 (4 = active). */
     public static final int DEV_PORT_STATE = 11;
+    /** queryDevice: vendor_id. */
+    public static final int DEV_VENDOR_ID = 12;
     /** Number of values queryDevice returns. */
-    public static final int DEV_FIELDS = 12;
+    public static final int DEV_FIELDS = 13;
 
     /** IBV_DEVICE_MEM_WINDOW_TYPE_2A. */
     public static final long CAP_MEM_WINDOW_TYPE_2A = 1L << 23;

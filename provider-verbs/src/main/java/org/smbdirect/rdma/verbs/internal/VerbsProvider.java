@@ -84,6 +84,9 @@ public final class VerbsProvider implements RdmaProvider {
     /** Private data of an iWARP MPA request, kept well below MPA's 512 bytes. */
     private static final int IWARP_PRIVATE_DATA = 196;
     private static final int INLINE_PROBE_LIMIT = 1024;
+    private static final int IBV_WC_IP_CSUM_OK = 1 << 2;
+    private static final int IBV_WC_WITH_INV = 1 << 3;
+    private static final long RXE_VENDOR_ID = 0xffffff;
 
     private final String name;
     private final List<Inet4Address> addresses;
@@ -92,6 +95,15 @@ public final class VerbsProvider implements RdmaProvider {
     private final ProviderCapabilities capabilities;
     final boolean memoryWindows;
     final int maxCqe;
+    /**
+     * The wc_flags bits that mean "this receive invalidated a token". Soft-RoCE (rdma_rxe, vendor
+     * 0xffffff) hands user space the kernel's IB_WC_WITH_INVALIDATE (bit 2, IBV_WC_IP_CSUM_OK to
+     * libibverbs) instead of IBV_WC_WITH_INV (bit 3); IP_CSUM_OK never occurs on a reliable
+     * connection's receive, so both bits are taken there.
+     */
+    final int withInvalidateFlags;
+    /** The device is Soft-RoCE, whose completion statuses need translating ({@link WcStatus#map}). */
+    final boolean softRoce;
 
     private final RdmaEventChannel channel;
     private final long channelPtr;
@@ -147,6 +159,8 @@ public final class VerbsProvider implements RdmaProvider {
             int reserve = windows ? VerbsEndpoint.BIND_RESERVE : 0;
             long queueDepth = Math.min(dev[VerbsNative.DEV_MAX_QP_WR] - reserve, (maxCqe - reserve) / 2L);
             this.memoryWindows = windows;
+            this.softRoce = dev[VerbsNative.DEV_VENDOR_ID] == RXE_VENDOR_ID;
+            this.withInvalidateFlags = IBV_WC_WITH_INV | (softRoce ? IBV_WC_IP_CSUM_OK : 0);
             this.capabilities = ProviderCapabilities.builder()
                     .rdmaRead(true)
                     .remoteInvalidate(windows)

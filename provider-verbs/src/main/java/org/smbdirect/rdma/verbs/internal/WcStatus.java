@@ -52,6 +52,28 @@ final class WcStatus {
      * @return the status
      */
     static RdmaStatus map(int status, OperationType type) {
+        return map(status, type, false);
+    }
+
+    /**
+     * The API status of a completion on a device that may need translating.
+     *
+     * @param status the verbs status
+     * @param type what the request was
+     * @param softRoce whether the device is Soft-RoCE (rdma_rxe): it rejects a message longer than
+     *        the receive it lands in as a malformed receive (IBV_WC_LOC_QP_OP_ERR at the receiver,
+     *        a Remote Operational Error NAK, IBV_WC_REM_OP_ERR, at the sender) instead of a length
+     *        error (LOC_LEN_ERR and an Invalid Request NAK). The provider validates every receive
+     *        element before posting it, so on rxe that is the only way a receive fails so.
+     * @return the status
+     */
+    static RdmaStatus map(int status, OperationType type, boolean softRoce) {
+        if (softRoce && status == LOC_QP_OP_ERR && type == OperationType.RECEIVE) {
+            return RdmaStatus.LOCAL_LENGTH_ERROR;
+        }
+        if (softRoce && status == REM_OP_ERR && type == OperationType.SEND) {
+            return RdmaStatus.REMOTE_INVALID_REQUEST;
+        }
         switch (status) {
             case SUCCESS:
                 return RdmaStatus.SUCCESS;

@@ -13,7 +13,9 @@ import java.util.ServiceLoader;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 
+import org.smbdirect.rdma.CompletionNotificationHandler;
 import org.smbdirect.rdma.CompletionQueue;
 import org.smbdirect.rdma.CompletionResult;
 import org.smbdirect.rdma.ConnectionRequest;
@@ -81,10 +83,18 @@ final class Fixture implements AutoCloseable {
 
     /** A completion queue whose notifications release a semaphore. */
     Cq cq(int depth) throws RdmaException {
+        return cq(depth, null);
+    }
+
+    /** A completion queue whose notifications release a semaphore and then call {@code also}. */
+    Cq cq(int depth, CompletionNotificationHandler also) throws RdmaException {
         Cq cq = new Cq();
         cq.queue = track(provider.createCompletionQueue(depth, q -> {
-            cq.notifications.release();
             cq.threads.add(Thread.currentThread());
+            cq.notifications.release();
+            if (also != null) {
+                also.onCompletionNotification(q);
+            }
         }));
         return cq;
     }
@@ -189,22 +199,29 @@ final class Fixture implements AutoCloseable {
                 .maxReceiveSge(4);
     }
 
-    /** Connects two endpoints; {@code beforeConnect} may register memory and post receives on both. */
-    Pair connect(EndpointOptions.Builder clientOptions, EndpointOptions.Builder serverOptions, Setup beforeConnect)
-            throws Exception {
+    /**
+     * Connects two endpoints, each with its own completion queue; the operators adjust the default
+     * options, {@code beforeConnect} may register memory and post receives on both.
+     */
+    Pair connect(UnaryOperator<EndpointOptions.Builder> clientOptions, UnaryOperator<EndpointOptions.Builder> serverOptions,
+            Setup beforeConnect) throws Exception {
+        return connect(cq(64), cq(64), clientOptions, serverOptions, beforeConnect);
+    }
+
+    /** Connects two endpoints whose completions go to the given queues. */
+    Pair connect(Cq clientCq, Cq serverCq, UnaryOperator<EndpointOptions.Builder> clientOptions,
+            UnaryOperator<EndpointOptions.Builder> serverOptions, Setup beforeConnect) throws Exception {
         Pair p = new Pair();
         Listening l = listen();
-        p.clientCq = clientOptions == null ? cq(64) : null;
-        p.serverCq = serverOptions == null ? cq(64) : null;
-        p.client = track(provider.createEndpoint((clientOptions != null ? clientOptions : options(p.clientCq)).build(),
-                p.clientEvents));
+        p.clientCq = clientCq;
+        p.serverCq = serverCq;
+        p.client = track(provider.createEndpoint(clientOptions.apply(options(p.clientCq)).build(), p.clientEvents));
         if (beforeConnect != null) {
             beforeConnect.client(p);
         }
         p.client.connect(l.listener.localAddress(), new byte[] {1, 2, 3}, 4, 4);
         p.request = l.next(TIMEOUT);
-        p.server = track(p.request.createEndpoint((serverOptions != null ? serverOptions : options(p.serverCq)).build(),
-                p.serverEvents));
+        p.server = track(p.request.createEndpoint(serverOptions.apply(options(p.serverCq)).build(), p.serverEvents));
         if (beforeConnect != null) {
             beforeConnect.server(p);
         }
@@ -215,8 +232,12 @@ final class Fixture implements AutoCloseable {
         return p;
     }
 
+    Pair connect(UnaryOperator<EndpointOptions.Builder> clientOptions) throws Exception {
+        return connect(clientOptions, b -> b, null);
+    }
+
     Pair connect() throws Exception {
-        return connect(null, null, null);
+        return connect(b -> b, b -> b, null);
     }
 
     /** Work done on each endpoint before the connection is established. */
