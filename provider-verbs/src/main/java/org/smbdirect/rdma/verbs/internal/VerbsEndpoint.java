@@ -655,6 +655,10 @@ final class VerbsEndpoint implements Endpoint {
     }
 
     void onDisconnected() {
+        // A request of ours that failed is often why the peer disconnected: learn of it first, so
+        // that the terminal event carries its status.
+        sendCq.reap();
+        recvCq.reap();
         boolean complete;
         synchronized (lock) {
             complete = !disconnectIssued;
@@ -839,13 +843,17 @@ final class VerbsEndpoint implements Endpoint {
         nativeLock.writeLock().lock();
         try {
             nativeReleased = true;
+            // Windows first: a bound type 2 window holds its queue pair (Soft-RoCE waits for such
+            // references when destroying the queue pair) and its memory region.
+            for (VerbsMemoryRegion r : regions) {
+                r.deregistered();
+                releaseWindow(r);
+            }
             if (!qpReleased) {
                 qpReleased = true;
                 VerbsNative.destroyQp(cmId);
             }
             for (VerbsMemoryRegion r : regions) {
-                r.deregistered();
-                releaseWindow(r);
                 try {
                     VerbsNative.deregMr(r.mr);
                 } catch (NativeException e) {
@@ -886,6 +894,13 @@ final class VerbsEndpoint implements Endpoint {
 
     boolean isReleased() {
         return nativeReleased;
+    }
+
+    /** Whether the endpoint will see no further connection event (it never began, or it ended). */
+    boolean isTerminated() {
+        synchronized (lock) {
+            return terminalDelivered || !began;
+        }
     }
 
     boolean isDrained() {

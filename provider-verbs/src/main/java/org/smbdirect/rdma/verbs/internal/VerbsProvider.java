@@ -582,22 +582,24 @@ public final class VerbsProvider implements RdmaProvider {
         for (VerbsEndpoint ep : all) {
             ep.shutdown();
         }
+        // Let rdma_cm finish the disconnections (DREQ/DREP): destroying identifiers in the middle of
+        // them makes the kernel wait out its retries.
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout);
+        while (!cmLoop.inLoop() && System.nanoTime() - deadline < 0
+                && !all.stream().allMatch(VerbsEndpoint::isTerminated)) {
+            sleep(5);
+        }
         // Every endpoint that began connecting hears onDisconnected, on the connection thread.
         cmLoop.executeAndWait(() -> all.forEach(VerbsEndpoint::deliverTerminal), timeout + 1000);
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout);
         while (System.nanoTime() - deadline < 0 && !all.stream().allMatch(VerbsEndpoint::isDrained)) {
             for (VerbsCompletionQueue cq : queues) {
                 cq.reap();
             }
             if (!all.stream().allMatch(VerbsEndpoint::isDrained)) {
-                try {
-                    Thread.sleep(5);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
-                }
+                sleep(5);
             }
         }
+        cmLoop.executeAndWait(() -> all.forEach(VerbsEndpoint::releaseNative), timeout + 1000);
         // Notifications for the flushed requests are delivered before the completion thread ends.
         cqLoop.stop(timeout + 1000);
         cmLoop.stop(timeout + 1000);
@@ -619,6 +621,14 @@ public final class VerbsProvider implements RdmaProvider {
 
     boolean isClosed() {
         return closed;
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Override
