@@ -28,7 +28,10 @@ import org.osgi.annotation.versioning.ProviderType;
  * receive posted fails with {@link RdmaStatus#RECEIVER_NOT_READY}, and a send longer than the
  * receive it lands in fails with {@link RdmaStatus#REMOTE_INVALID_REQUEST} while the receive fails
  * with {@link RdmaStatus#LOCAL_LENGTH_ERROR}; both end the connection. A failed request ends the
- * connection; every request still outstanding then completes with {@link RdmaStatus#FLUSHED}.
+ * connection; every request still outstanding then completes with {@link RdmaStatus#FLUSHED}. The
+ * endpoint whose request failed receives {@link ConnectionListener#onError}; its peer receives its
+ * one terminal event too ({@code onError}, or {@code onDisconnected} where the provider cannot tell
+ * the failure from a disconnect), and both end {@link EndpointState#DISCONNECTED}.
  *
  * <p>Post-time checks: a request that cannot be started throws {@link RdmaException} and leaves
  * the endpoint as it was: {@link RdmaStatus#NOT_CONNECTED} when not connected (receives may be
@@ -71,8 +74,10 @@ public interface Endpoint extends AutoCloseable {
      * Asks the peer listening at {@code remote} for a connection. Returns at once; the outcome
      * arrives as {@link ConnectionListener#onEstablished} or {@link ConnectionListener#onError}
      * ({@link RdmaStatus#CONNECTION_REFUSED}, {@link RdmaStatus#UNREACHABLE}, {@link
-     * RdmaStatus#TIMEOUT}). Once established, the endpoint's IRD and ORD are the values the peer
-     * accepted with.
+     * RdmaStatus#TIMEOUT}). Once established, the endpoint's depths mirror the peer's, as RDMA
+     * connection management sets them: its {@link #ord()} is the IRD the peer accepted with (this
+     * side may have as many reads outstanding as the peer serves), and its {@link #ird()} is the
+     * ORD the peer accepted with.
      *
      * @param remote the listener's address
      * @param privateData bytes for the peer's {@link ConnectionRequest#peerPrivateData()}, at most
@@ -199,7 +204,8 @@ public interface Endpoint extends AutoCloseable {
      * @param flags {@link RequestFlags#SILENT_SUCCESS}, {@link RequestFlags#READ_FENCE}, {@link
      *        RequestFlags#DEFER}
      * @throws RdmaException see the class description; {@link RdmaStatus#NOT_SUPPORTED} when the
-     *         provider cannot invalidate
+     *         provider cannot invalidate; {@link RdmaStatus#INVALID_PARAMETER} for a region of another
+     *         endpoint or one registered without remote access (it has no token to invalidate)
      */
     void postInvalidate(Object context, MemoryRegion region, int flags) throws RdmaException;
 
@@ -263,7 +269,8 @@ public interface Endpoint extends AutoCloseable {
      * @param flags {@link RequestFlags#SILENT_SUCCESS}, {@link RequestFlags#READ_FENCE}, {@link
      *        RequestFlags#DEFER}
      * @throws RdmaException see the class description; {@link RdmaStatus#NOT_SUPPORTED} without
-     *         RDMA Read
+     *         RDMA Read; {@link RdmaStatus#INVALID_STATE} when the endpoint's {@link #ord()} is 0 (such
+     *         a read could never start)
      */
     void postRead(Object context, Sge[] sgl, int count, long remoteOffset, int remoteToken, int flags)
             throws RdmaException;
