@@ -20,7 +20,8 @@ export RDMA_VM_DEVICE=$DEVICE RDMA_VM_IP=$IP
 
 # TCG: start-up and JIT are slow, so favour the quick compiler and the small collector.
 JVM_OPTS=(--enable-native-access=ALL-UNNAMED "-Djava.library.path=$NATIVE_DIR" -XX:+UseSerialGC
-          -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xmx512m "-XX:ErrorFile=$OUT/hs_err_pid%p.log")
+          -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xmx512m "-XX:ErrorFile=$OUT/hs_err_pid%p.log"
+          "-Dtck.timeoutFactor=${TCK_TIMEOUT_FACTOR:-5}")
 mapfile -t SELECTORS < <(grep -v '^[[:space:]]*\(#\|$\)' "$SELECTORS_FILE")
 
 start=$(date +%s)

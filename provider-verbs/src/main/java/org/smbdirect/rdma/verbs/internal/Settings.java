@@ -20,31 +20,40 @@ final class Settings {
     static final String REQUEST_TIMEOUT = "connectionRequestTimeoutMillis";
     static final String RETRY_COUNT = "retryCount";
     static final String CLOSE_TIMEOUT = "closeTimeoutMillis";
+    static final String RDMA_READ = "rdmaRead";
+    static final String REMOTE_INVALIDATE = "remoteInvalidate";
+    static final String INLINE_LIMIT = "inlineLimit";
     private static final Set<String> KEYS = Set.of(DEVICES, RESOLVE_TIMEOUT, REQUEST_TIMEOUT, RETRY_COUNT,
-            CLOSE_TIMEOUT);
+            CLOSE_TIMEOUT, RDMA_READ, REMOTE_INVALIDATE, INLINE_LIMIT);
 
     final List<String> devices;
     final int resolveTimeoutMillis;
     final int requestTimeoutMillis;
     final int retryCount;
     final int closeTimeoutMillis;
+    final boolean rdmaRead;
+    final boolean remoteInvalidate;
+    final int inlineLimit;
 
     Settings(List<String> devices, int resolveTimeoutMillis, int requestTimeoutMillis, int retryCount,
-            int closeTimeoutMillis) {
+            int closeTimeoutMillis, boolean rdmaRead, boolean remoteInvalidate, int inlineLimit) {
         this.devices = List.copyOf(devices);
         this.resolveTimeoutMillis = resolveTimeoutMillis;
         this.requestTimeoutMillis = requestTimeoutMillis;
         this.retryCount = retryCount;
         this.closeTimeoutMillis = closeTimeoutMillis;
+        this.rdmaRead = rdmaRead;
+        this.remoteInvalidate = remoteInvalidate;
+        this.inlineLimit = inlineLimit;
     }
 
     static Settings defaults() {
-        return new Settings(List.of(), 5000, 10000, 7, 5000);
+        return new Settings(List.of(), 5000, 10000, 7, 5000, true, true, -1);
     }
 
     static Settings from(VerbsConfiguration c) throws RdmaException {
         Settings s = new Settings(List.of(c.devices()), c.resolveTimeoutMillis(), c.connectionRequestTimeoutMillis(),
-                c.retryCount(), c.closeTimeoutMillis());
+                c.retryCount(), c.closeTimeoutMillis(), c.rdmaRead(), c.remoteInvalidate(), c.inlineLimit());
         s.check();
         return s;
     }
@@ -60,6 +69,9 @@ final class Settings {
         int request = d.requestTimeoutMillis;
         int retry = d.retryCount;
         int close = d.closeTimeoutMillis;
+        boolean read = d.rdmaRead;
+        boolean invalidate = d.remoteInvalidate;
+        int inline = d.inlineLimit;
         for (Map.Entry<String, ?> e : map.entrySet()) {
             String key = e.getKey();
             Object value = e.getValue();
@@ -83,12 +95,21 @@ final class Settings {
                 case RETRY_COUNT:
                     retry = integer(key, value);
                     break;
+                case RDMA_READ:
+                    read = bool(key, value);
+                    break;
+                case REMOTE_INVALIDATE:
+                    invalidate = bool(key, value);
+                    break;
+                case INLINE_LIMIT:
+                    inline = integer(key, value);
+                    break;
                 default:
                     close = integer(key, value);
                     break;
             }
         }
-        Settings s = new Settings(devices, resolve, request, retry, close);
+        Settings s = new Settings(devices, resolve, request, retry, close, read, invalidate, inline);
         s.check();
         return s;
     }
@@ -105,6 +126,9 @@ final class Settings {
         }
         if (closeTimeoutMillis < 0) {
             throw bad(CLOSE_TIMEOUT, closeTimeoutMillis, "must not be negative");
+        }
+        if (inlineLimit < -1) {
+            throw bad(INLINE_LIMIT, inlineLimit, "must be -1 (the device's), 0 or more");
         }
     }
 
@@ -126,6 +150,16 @@ final class Settings {
             }
         }
         throw bad(key, value, "is not an integer");
+    }
+
+    private static boolean bool(String key, Object value) throws RdmaException {
+        if (value instanceof Boolean) {
+            return (Boolean) value;
+        }
+        if ("true".equals(value) || "false".equals(value)) {
+            return Boolean.parseBoolean((String) value);
+        }
+        throw bad(key, value, "is not true or false");
     }
 
     private static List<String> strings(String key, Object value) throws RdmaException {
@@ -154,6 +188,7 @@ final class Settings {
     public String toString() {
         return "Settings[devices=" + devices + ", resolveTimeoutMillis=" + resolveTimeoutMillis
                 + ", connectionRequestTimeoutMillis=" + requestTimeoutMillis + ", retryCount=" + retryCount
-                + ", closeTimeoutMillis=" + closeTimeoutMillis + "]";
+                + ", closeTimeoutMillis=" + closeTimeoutMillis + ", rdmaRead=" + rdmaRead + ", remoteInvalidate="
+                + remoteInvalidate + ", inlineLimit=" + inlineLimit + "]";
     }
 }

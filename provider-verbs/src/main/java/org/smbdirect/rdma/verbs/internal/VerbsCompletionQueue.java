@@ -99,6 +99,8 @@ final class VerbsCompletionQueue implements CompletionQueue {
     private int hwEntries;
     private int reserved;
     private boolean nativeReleased;
+    /** Closed by the consumer while closed endpoints still used it. */
+    private boolean releaseWhenUnused;
     private volatile boolean closed;
     private final Set<VerbsEndpoint> users = ConcurrentHashMap.newKeySet();
 
@@ -277,7 +279,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
     void onChannelReadable() {
         lock.lock();
         try {
-            if (closed || nativeReleased) {
+            if (nativeReleased) {
                 return;
             }
             int events = 0;
@@ -311,7 +313,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
     void sweep() {
         lock.lock();
         try {
-            if (!closed) {
+            if (!nativeReleased) {
                 pollHardware();
                 evaluate(false);
             }
@@ -324,7 +326,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
     void reap() {
         lock.lock();
         try {
-            if (!closed) {
+            if (!nativeReleased) {
                 pollHardware();
                 evaluate(false);
             }
@@ -457,13 +459,21 @@ final class VerbsCompletionQueue implements CompletionQueue {
     }
 
     void detach(VerbsEndpoint endpoint, int entries) {
+        boolean release = false;
         lock.lock();
         try {
             if (users.remove(endpoint)) {
                 reserved -= entries;
             }
+            if (releaseWhenUnused && users.isEmpty()) {
+                releaseWhenUnused = false;
+                release = true;
+            }
         } finally {
             lock.unlock();
+        }
+        if (release) {
+            release();
         }
     }
 
@@ -473,19 +483,32 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     @Override
     public void close() throws RdmaException {
+        boolean now;
         lock.lock();
         try {
             if (closed) {
                 return;
             }
-            if (!users.isEmpty()) {
-                throw new RdmaException(RdmaStatus.INVALID_STATE, "the completion queue is used by " + users.size()
-                        + " endpoint(s); close them first");
+            for (VerbsEndpoint user : users) {
+                if (!user.isClosed()) {
+                    throw new RdmaException(RdmaStatus.INVALID_STATE, "the completion queue is used by an open "
+                            + "endpoint; close it first");
+                }
             }
             closed = true;
+            armed = null;
+            // Closed endpoints may still be flushing into the queue: it goes when the last one has.
+            now = users.isEmpty();
+            releaseWhenUnused = !now;
         } finally {
             lock.unlock();
         }
+        if (now) {
+            release();
+        }
+    }
+
+    private void release() {
         provider.cqLoop.remove(this);
         releaseNative();
         provider.forget(this);

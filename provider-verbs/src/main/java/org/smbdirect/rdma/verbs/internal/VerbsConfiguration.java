@@ -57,4 +57,33 @@ public @interface VerbsConfiguration {
     @AttributeDefinition(name = "Close timeout", description = "Milliseconds a provider shutdown waits for "
             + "outstanding work to be flushed", min = "0")
     int closeTimeoutMillis() default 5000;
+
+    /**
+     * Whether to offer RDMA Read (devices all have it; off, reads and remote-read registrations
+     * are refused).
+     *
+     * @return {@code true} to offer it
+     */
+    @AttributeDefinition(name = "RDMA Read", description = "Offer RDMA Read")
+    boolean rdmaRead() default true;
+
+    /**
+     * Whether to use memory windows for remote access where the device has them, so that tokens
+     * can be invalidated (send with invalidate, local invalidate). Off, the memory region's own
+     * rkey is the token and invalidation is refused.
+     *
+     * @return {@code true} to use them
+     */
+    @AttributeDefinition(name = "Remote invalidate", description = "Use type 2 memory windows as tokens, so that "
+            + "tokens can be invalidated")
+    boolean remoteInvalidate() default true;
+
+    /**
+     * The most inline data to offer; -1 for what the device allows, 0 for none.
+     *
+     * @return bytes
+     */
+    @AttributeDefinition(name = "Inline limit", description = "Most bytes of inline data to offer; -1 for the "
+            + "device's limit, 0 for none", min = "-1")
+    int inlineLimit() default -1;
 }

@@ -132,6 +132,8 @@ final class VerbsEndpoint implements Endpoint {
 
     private final Object recvLock = new Object();
     private final Object[] recvContext;
+    /** The region, or regions, each outstanding receive names. */
+    private final Object[] recvRegions;
     private long recvSeq;
     private final AtomicInteger receives = new AtomicInteger();
     private final ByteBuffer recvRecord;
@@ -158,6 +160,7 @@ final class VerbsEndpoint implements Endpoint {
         this.sendBytes = new int[sqSize];
         this.sendRegion = new VerbsMemoryRegion[sqSize];
         this.recvContext = new Object[options.receiveQueueDepth()];
+        this.recvRegions = new Object[options.receiveQueueDepth()];
         this.sendRecord = direct(VerbsNative.WR_SGE + VerbsNative.SGE_SIZE * Math.max(1, options.maxSendSge()));
         this.sendRecordAddress = VerbsNative.bufferAddress(sendRecord);
         this.recvRecord = direct(VerbsNative.RECV_SGE + VerbsNative.SGE_SIZE * options.maxReceiveSge());
@@ -1222,8 +1225,10 @@ final class VerbsEndpoint implements Endpoint {
                         + recvContext.length + " receives");
             }
             int n = 0;
+            Object named = null;
             for (int i = 0; i < count; i++) {
                 VerbsMemoryRegion r = element(sgl[i], true);
+                named = i == 0 ? r : i == 1 ? new VerbsMemoryRegion[] {(VerbsMemoryRegion) named, r} : grow(named, r);
                 if (sgl[i].length() > 0) {
                     putSge(recvRecord, VerbsNative.RECV_SGE + n * VerbsNative.SGE_SIZE, r.address + sgl[i].offset(),
                             sgl[i].length(), r.lkey);
@@ -1235,6 +1240,7 @@ final class VerbsEndpoint implements Endpoint {
             recvRecord.putLong(VerbsNative.RECV_ID, ((long) id << 32) | RECV_BIT | slot);
             recvRecord.putInt(VerbsNative.RECV_NUM_SGE, n);
             recvContext[slot] = context;
+            recvRegions[slot] = named;
             receives.incrementAndGet();
             nativeLock.readLock().lock();
             try {
@@ -1244,6 +1250,7 @@ final class VerbsEndpoint implements Endpoint {
                 VerbsNative.postRecv(qp, recvRecordAddress);
             } catch (NativeException e) {
                 recvContext[slot] = null;
+                recvRegions[slot] = null;
                 receives.decrementAndGet();
                 throw e.toRdmaException("posting a receive");
             } finally {
@@ -1272,6 +1279,9 @@ final class VerbsEndpoint implements Endpoint {
             throws RdmaException {
         if (!provider.capabilities().rdmaRead()) {
             throw new RdmaException(RdmaStatus.NOT_SUPPORTED, provider.name() + " has no RDMA Read");
+        }
+        if (state == EndpointState.CONNECTED && ord() == 0) {
+            throw new RdmaException(RdmaStatus.INVALID_STATE, "the endpoint's ORD is 0: no RDMA Read can start");
         }
         postData(VerbsNative.OP_READ, context, sgl, count, flags, remoteOffset, remoteToken, 0);
     }
@@ -1405,6 +1415,27 @@ final class VerbsEndpoint implements Endpoint {
             throw new RdmaException(RdmaStatus.LOCAL_PROTECTION_ERROR, s + " names a region without LOCAL_WRITE");
         }
         return r;
+    }
+
+    private static Object grow(Object named, VerbsMemoryRegion r) {
+        VerbsMemoryRegion[] a = (VerbsMemoryRegion[]) named;
+        VerbsMemoryRegion[] b = java.util.Arrays.copyOf(a, a.length + 1);
+        b[a.length] = r;
+        return b;
+    }
+
+    private static boolean deregistered(Object named) {
+        if (named instanceof VerbsMemoryRegion) {
+            return ((VerbsMemoryRegion) named).state() == VerbsMemoryRegion.DEREGISTERED;
+        }
+        if (named instanceof VerbsMemoryRegion[]) {
+            for (VerbsMemoryRegion r : (VerbsMemoryRegion[]) named) {
+                if (r.state() == VerbsMemoryRegion.DEREGISTERED) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private static void putSge(ByteBuffer record, int at, long address, int length, int lkey) {
@@ -1557,9 +1588,16 @@ final class VerbsEndpoint implements Endpoint {
         int slot = (int) (wrId & SEQ_MASK);
         if ((wrId & RECV_BIT) != 0) {
             Object context = recvContext[slot];
+            Object named = recvRegions[slot];
             recvContext[slot] = null;
+            recvRegions[slot] = null;
             receives.decrementAndGet();
             RdmaStatus status = WcStatus.map(wcStatus, OperationType.RECEIVE, provider.softRoce);
+            if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && deregistered(named)) {
+                // The consumer deregistered memory the receive named: devices report it in their
+                // own ways (Soft-RoCE as a malformed receive).
+                status = RdmaStatus.LOCAL_PROTECTION_ERROR;
+            }
             String failure = status == RdmaStatus.SUCCESS || status == RdmaStatus.FLUSHED ? null
                     : "a receive failed with " + WcStatus.name(wcStatus) + " (vendor error 0x"
                             + Integer.toHexString(vendorErr) + ")";

@@ -144,8 +144,11 @@ public final class VerbsProvider implements RdmaProvider {
                         + VerbsNative.deviceName(ctxPtr) + ", not " + name);
             }
             long[] dev = VerbsNative.queryDevice(ctxPtr);
-            int inline = VerbsNative.probeMaxInline(ctxPtr, INLINE_PROBE_LIMIT);
-            boolean windows = (dev[VerbsNative.DEV_CAP_FLAGS]
+            int inline = settings.inlineLimit == 0 ? 0 : VerbsNative.probeMaxInline(ctxPtr, INLINE_PROBE_LIMIT);
+            if (settings.inlineLimit > 0) {
+                inline = Math.min(inline, settings.inlineLimit);
+            }
+            boolean windows = settings.remoteInvalidate && (dev[VerbsNative.DEV_CAP_FLAGS]
                     & (VerbsNative.CAP_MEM_WINDOW_TYPE_2A | VerbsNative.CAP_MEM_WINDOW_TYPE_2B)) != 0
                     && dev[VerbsNative.DEV_MAX_MW] > 0;
             boolean iwarp = dev[VerbsNative.DEV_TRANSPORT] == IBV_TRANSPORT_IWARP;
@@ -162,7 +165,7 @@ public final class VerbsProvider implements RdmaProvider {
             this.softRoce = dev[VerbsNative.DEV_VENDOR_ID] == RXE_VENDOR_ID;
             this.withInvalidateFlags = IBV_WC_WITH_INV | (softRoce ? IBV_WC_IP_CSUM_OK : 0);
             this.capabilities = ProviderCapabilities.builder()
-                    .rdmaRead(true)
+                    .rdmaRead(settings.rdmaRead)
                     .remoteInvalidate(windows)
                     .inlineLimit(inline)
                     .maxSge((int) Math.max(1, Math.min(sge, 256)))
