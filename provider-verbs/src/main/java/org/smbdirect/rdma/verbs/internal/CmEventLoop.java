@@ -45,6 +45,7 @@ final class CmEventLoop implements Runnable {
     private long timerOrder;
     private final Thread thread;
     private volatile boolean stopping;
+    private volatile Runnable onExit;
 
     CmEventLoop(VerbsProvider provider, long channel, int channelFd, int asyncFd) throws NativeException {
         this.provider = provider;
@@ -127,6 +128,11 @@ final class CmEventLoop implements Runnable {
         return thread.isAlive();
     }
 
+    /** Runs a task on this thread just before it ends. */
+    void onExit(Runnable task) {
+        onExit = task;
+    }
+
     @Override
     public void run() {
         while (!stopping) {
@@ -156,6 +162,11 @@ final class CmEventLoop implements Runnable {
             }
         }
         runTasks();
+        Runnable last = onExit;
+        if (last != null) {
+            dispatch(last);
+            VerbsNative.closeFd(wakeFd);
+        }
     }
 
     private void runTasks() {

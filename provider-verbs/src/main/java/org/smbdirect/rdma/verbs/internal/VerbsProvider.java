@@ -614,11 +614,21 @@ public final class VerbsProvider implements RdmaProvider {
         }
         queues.clear();
         cmObjects.clear();
-        destroyQuietly(anchor, channel);
+        if (cmLoop.inLoop()) {
+            // closed from a connection listener: the channel goes when this thread ends
+            cmLoop.onExit(() -> destroyQuietly(anchor, channel));
+        } else if (cmLoop.isAlive()) {
+            // Its thread is stuck in a listener and may still read the channel: leave it rather
+            // than free it under the thread.
+            LOG.log(Level.WARNING, "the connection thread of provider " + name + " did not end in time; its "
+                    + "rdma_cm event channel is left open");
+        } else {
+            destroyQuietly(anchor, channel);
+        }
         cqLoop.closeFds();
         cmLoop.closeFds();
-        if (cmLoop.isAlive() || cqLoop.isAlive()) {
-            LOG.log(Level.WARNING, "a thread of provider " + name + " did not end in time");
+        if (cqLoop.isAlive()) {
+            LOG.log(Level.WARNING, "the completion thread of provider " + name + " did not end in time");
         }
     }
 
