@@ -49,6 +49,8 @@ class SoftRoceGuestIT {
     private static final long GUEST_TIMEOUT_MINUTES = 15;
     private static final String GUEST_DEVICE = "rxe0";
     private static final String GUEST_IP = "10.99.0.1";
+    /** {@code -Drdma.vm.benchmarks=false} leaves out perftest and the provider benchmark. */
+    private static final boolean BENCHMARKS = Boolean.parseBoolean(System.getProperty("rdma.vm.benchmarks", "true"));
 
     private final Path module = Paths.get(System.getProperty("module.dir", "."));
     private final Path out = Paths.get(System.getProperty("rdma.vm.dir", "target/rdma-vm"));
@@ -110,7 +112,9 @@ class SoftRoceGuestIT {
             return nodes.stream();
         }
         nodes.add(junitResults(report));
-        nodes.add(benchmarks(where, seconds));
+        if (BENCHMARKS) {
+            nodes.add(benchmarks(where, seconds));
+        }
         int exit = finished ? run.exitValue() : -1;
         nodes.add(DynamicTest.dynamicTest("device suite exits 0", () -> assertEquals(0, exit,
                 () -> timing + "\n" + tail(out.resolve("console.log"), 40))));
@@ -145,7 +149,7 @@ class SoftRoceGuestIT {
         env.put("SELECTORS_FILE", module.resolve("src/test/vm/guest-tests.txt").toAbsolutePath().toString());
         env.put("DEVICE", device);
         env.put("IP", ip);
-        env.put("BENCHMARKS", "true");
+        env.put("BENCHMARKS", String.valueOf(BENCHMARKS));
         StringBuilder sb = new StringBuilder();
         env.forEach((k, v) -> sb.append(k).append("='").append(v.replace("'", "'\\''")).append("'\n"));
         Files.writeString(out.resolve("guest.env"), sb.toString());
