@@ -32,14 +32,14 @@ import com.ibm.disni.verbs.impl.NatObject;
  * the ring, so no completion can slip between the two; the provider's completion thread calls
  * the handler, never {@link #arm} itself.
  *
- * <p>Mapping of arm types onto verbs: {@link ArmType#ANY} and {@link ArmType#ERRORS} request a
- * notification for any completion ({@code solicited_only = 0}; errors are filtered here, because
- * not every device raises solicited-only notifications for failed sends); {@link
- * ArmType#SOLICITED} requests {@code solicited_only = 1}, which the device raises for receives of
- * solicited sends and for failed completions. Verbs work completions do not say whether a receive
- * was solicited, so {@link CompletionResult#solicited()} is always {@code false} here, and an arm
- * for {@link ArmType#SOLICITED} made while new completions are queued is satisfied at once (they
- * may be solicited).
+ * <p>Mapping of arm types onto verbs: {@link ArmType#ANY} requests a notification for any
+ * completion ({@code solicited_only = 0}); {@link ArmType#SOLICITED} and {@link ArmType#ERRORS}
+ * request {@code solicited_only = 1}, which devices raise for receives of solicited sends and for
+ * failed completions (errors are then filtered here; Soft-RoCE raises nothing for a failed send, so
+ * the completion thread also polls every queue five times a second). Verbs work completions do not
+ * say whether a receive was solicited, so {@link CompletionResult#solicited()} is always {@code
+ * false} here, and an arm for {@link ArmType#SOLICITED} made while new completions are queued is
+ * satisfied at once (they may be solicited).
  */
 final class VerbsCompletionQueue implements CompletionQueue {
     private static final int POLL_BATCH = 64;
@@ -92,8 +92,6 @@ final class VerbsCompletionQueue implements CompletionQueue {
     private final ByteBuffer records;
     private final long recordsAddress;
     private ArmType armed;
-    /** A notification for any completion was requested from the device since its last event. */
-    private boolean requestedAny;
     private boolean notificationPending;
     private boolean overflowed;
     private int hwEntries;
@@ -217,9 +215,16 @@ final class VerbsCompletionQueue implements CompletionQueue {
                 return;
             }
             armed = armed == null ? type : armed.combine(type);
-            requestNotification();
+            // What is already queued may satisfy the arm (new completions may be solicited ones).
+            // Only otherwise ask the device, then look again: nothing slips in between, and the
+            // device is never left with a request for any completion that no arm needs.
             pollHardware();
             evaluate(true);
+            if (armed != null) {
+                requestNotification();
+                pollHardware();
+                evaluate(true);
+            }
         } finally {
             lock.unlock();
         }
@@ -231,9 +236,8 @@ final class VerbsCompletionQueue implements CompletionQueue {
             return;
         }
         try {
-            if (armed == ArmType.ANY || armed == ArmType.ERRORS) {
+            if (armed == ArmType.ANY) {
                 notifyAny.execute();
-                requestedAny = true;
             } else {
                 notifySolicited.execute();
             }
@@ -293,17 +297,12 @@ final class VerbsCompletionQueue implements CompletionQueue {
             } catch (IOException e) {
                 VerbsProvider.LOG.log(Level.ERROR, "ibv_get_cq_event failed on " + provider.name() + ": " + e.getMessage());
             }
-            // A notification that was only ever requested solicited-only fires only for solicited
-            // or failed completions: the new completions may then count for a SOLICITED arm. One
-            // requested for any completion (it cannot be narrowed again) proves nothing.
-            boolean solicitedOnly = !requestedAny;
-            if (events > 0) {
-                requestedAny = false; // the device's request was used up by this event
-            }
+            // The device is asked for any completion only while an ANY arm is pending; otherwise it
+            // was asked solicited-only and this event proves a solicited (or failed) completion.
             pollHardware();
             requestNotification();
             pollHardware();
-            evaluate(solicitedOnly && events > 0);
+            evaluate(events > 0);
         } finally {
             lock.unlock();
         }
