@@ -50,8 +50,13 @@ class CompletionQueueDeviceTest {
         f.close();
     }
 
-    private void send(int flags) throws RdmaException {
-        p.client.postSend(null, new Sge[] {Sge.of(tx, 0, 8)}, 1, flags | RequestFlags.SILENT_SUCCESS);
+    /**
+     * Sends one message and waits for the send's completion: a send completes only once the peer
+     * placed the message, so the server's receive completion is queued by then.
+     */
+    private void send(int flags) throws Exception {
+        p.client.postSend(null, new Sge[] {Sge.of(tx, 0, 8)}, 1, flags);
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.one(Fixture.TIMEOUT).status());
     }
 
     private static boolean notified(Fixture.Cq cq, long millis) throws InterruptedException {
@@ -93,8 +98,7 @@ class CompletionQueueDeviceTest {
     void arm_whileANewCompletionIsQueued_satisfiedAtOnce_onAProviderThread() throws Exception {
         Fixture.Cq cq = p.serverCq;
         send(0);
-        send(0);
-        Thread.sleep(QUIET); // both are in the device's queue now
+        send(0); // both are in the device's queue now
         cq.queue.arm(ArmType.SOLICITED); // new completions may be solicited ones: satisfied at once
         assertTrue(notified(cq, Fixture.TIMEOUT));
         assertNotEquals(Thread.currentThread(), cq.threads.poll(), "never from within arm()");
