@@ -146,7 +146,15 @@ class SoftRoceGuestIT {
         env.put("JAVA", Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         env.put("TEST_CLASSPATH", classpath);
         env.put("NATIVE_DIR", nativeDir.toAbsolutePath().toString());
-        env.put("SELECTORS_FILE", module.resolve("src/test/vm/guest-tests.txt").toAbsolutePath().toString());
+        // -Drdma.vm.tests=<selector>[,<selector>...] runs only those (for example
+        // --select-class=org.smbdirect.rdma.verbs.device.SmbDirectOverVerbsTest) instead of guest-tests.txt.
+        Path selectors = module.resolve("src/test/vm/guest-tests.txt").toAbsolutePath();
+        String only = System.getProperty("rdma.vm.tests", "");
+        if (!only.isBlank()) {
+            selectors = out.resolve("selectors.txt").toAbsolutePath();
+            Files.writeString(selectors, only.replace(',', '\n') + "\n");
+        }
+        env.put("SELECTORS_FILE", selectors.toString());
         env.put("DEVICE", device);
         env.put("IP", ip);
         env.put("BENCHMARKS", String.valueOf(BENCHMARKS));

@@ -1269,7 +1269,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         if (loss == null) {
             loss = lossFor(reason, detail);
         }
-        LOG.log(reason.isProtocolViolation() ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
+        LOG.log(isFailure(loss.reason()) ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
                 () -> this + " terminating: " + loss.message());
         phase = Phase.TERMINATING;
         cancelTimers();
@@ -1282,6 +1282,19 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         // The provider promises a terminal event; should it never come, do not hang.
         terminationTimer = scheduler.schedule(() -> execute(this::connectionLoss),
                 config.keepaliveResponseTimeout().toNanos());
+    }
+
+    /** Whether an ending deserves a warning: a broken rule, a timer, or an error, not an orderly end. */
+    private static boolean isFailure(TerminationReason r) {
+        switch (r) {
+            case LOCAL_CLOSE:
+            case PEER_DISCONNECTED:
+            case PROVIDER_STOPPED:
+            case TRANSPORT_SHUTDOWN:
+                return false;
+            default:
+                return true;
+        }
     }
 
     /**

@@ -171,6 +171,8 @@ public final class SmbDirectTransport implements SmbDirect {
 
     @Override
     public CompletionStage<SmbDirectConnection> connect(InetSocketAddress remote, ConnectionHandler handler) {
+        java.util.Objects.requireNonNull(remote, "remote");
+        java.util.Objects.requireNonNull(handler, "handler");
         if (closed) {
             return CompletableFuture.failedFuture(new SmbDirectException("the SMB Direct transport is closed"));
         }
@@ -193,6 +195,8 @@ public final class SmbDirectTransport implements SmbDirect {
 
     @Override
     public SmbDirectListener listen(InetSocketAddress local, AcceptHandler handler) throws SmbDirectException {
+        java.util.Objects.requireNonNull(local, "local");
+        java.util.Objects.requireNonNull(handler, "handler");
         if (closed) {
             throw new SmbDirectException("the SMB Direct transport is closed");
         }
