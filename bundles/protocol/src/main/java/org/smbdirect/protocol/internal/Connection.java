@@ -485,7 +485,21 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             loss = lossFor(reason, detail);
         }
+        if (phase == Phase.ESTABLISHED) {
+            // The messages the peer sent before the end are already received, in the completion
+            // queue: they reach the upper layer before the loss does (a peer's last message
+            // before its disconnect is not dropped). Flushed work there changes nothing.
+            pollCompletions();
+        }
         connectionLoss();
+    }
+
+    /**
+     * Package-private for tests: whether events (provider callbacks, upper-layer requests) wait
+     * for the actor.
+     */
+    boolean hasPendingTasks() {
+        return !tasks.isEmpty();
     }
 
     // ================================================================ the actor
@@ -531,10 +545,18 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     }
 
     private void drainCompletions() {
+        pollCompletions();
+        if (phase != Phase.CLOSED) {
+            cq.arm(ArmType.ANY);
+        }
+    }
+
+    /** Processes every completion in the queue while the connection has not closed. */
+    private void pollCompletions() {
         for (;;) {
             int n = cq.getResultsEx(results);
             if (n == 0) {
-                break;
+                return;
             }
             for (int i = 0; i < n; i++) {
                 CompletionResult r = results[i];
@@ -553,7 +575,6 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                 return;
             }
         }
-        cq.arm(ArmType.ANY);
     }
 
     private void onCompletion(CompletionResult r) {

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.transport.ConnectionLostException;
 import org.smbdirect.transport.RegisteredBuffer;
 import org.smbdirect.transport.RemoteAccess;
@@ -134,6 +135,48 @@ class ConnectionLossTest {
             }
             assertEquals(TerminationReason.LOCAL_CLOSE, upper.loss().reason());
             e.peer.awaitEnded();
+        }
+    }
+
+    /**
+     * Found by the bulk layer's soak (SoakTest): a peer sent its last messages and disconnected
+     * gracefully; the receiving engine took the disconnect event before the receive completions
+     * already in its queue and dropped those messages, although the peer's sends had completed.
+     * Here the one engine thread is held by another connection's upper layer while the peer sends
+     * two messages and disconnects, until both the completions and the disconnect event wait.
+     */
+    @Test
+    void peerSendsThenDisconnects_whileEngineBusy_messagesDeliveredBeforeLoss() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().engineThreads(1).build(), engineSide);
+        byte[] request = RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072);
+        Recorder busy = new Recorder();
+        try (Established holder = Established.passive(fx, t, engineSide, peerSide, busy, request);
+                Established e = Established.passive(fx, t, engineSide, peerSide, upper, request)) {
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            busy.onMessage = (c, m) -> {
+                try {
+                    release.await();
+                } catch (InterruptedException ex) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            List<String> order = new java.util.concurrent.CopyOnWriteArrayList<>();
+            upper.onMessage = (c, m) -> order.add("message " + m[0]);
+            upper.onLoss = (c, l) -> order.add("loss " + l.reason());
+            holder.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {1}));
+            busy.message(); // the engine's thread now waits in the other connection's upper layer
+            assertEquals(RdmaStatus.SUCCESS, e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {2})));
+            assertEquals(RdmaStatus.SUCCESS, e.peer.send(RawPeer.dataTransfer(10, 0, 0, 0, new byte[] {3})));
+            e.peer.endpoint.disconnect();
+            e.peer.awaitEnded();
+            long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
+            while (!e.connection.hasPendingTasks()) { // the disconnect event has reached the engine
+                assertTrue(System.nanoTime() < deadline, "the disconnect event never reached the engine");
+                Thread.onSpinWait();
+            }
+            release.countDown();
+            assertEquals(TerminationReason.PEER_DISCONNECTED, upper.loss().reason());
+            assertEquals(List.of("message 2", "message 3", "loss PEER_DISCONNECTED"), order);
         }
     }
 
