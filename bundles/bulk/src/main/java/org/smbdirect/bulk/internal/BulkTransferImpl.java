@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import org.smbdirect.bulk.BulkAcceptHandler;
 import org.smbdirect.bulk.BulkConfig;
@@ -99,10 +100,17 @@ final class BulkTransferImpl implements BulkTransfer {
         return self[0];
     }
 
-    /** A peer that never says HELLO does not keep its connection. */
+    /**
+     * A peer that never says HELLO does not keep its connection. The timeout is cancelled (and
+     * dropped from the JDK's delay queue) as soon as the session opens or ends, so that an ended
+     * session is not kept reachable for the rest of the timeout.
+     */
     private void helloTimer(Session s) {
-        CompletableFuture.delayedExecutor(helloTimeout.toNanos(), TimeUnit.NANOSECONDS).execute(() -> s.abandon(
-                new SmbDirectException("the peer sent no HELLO within " + helloTimeout)));
+        s.opened().copy().orTimeout(helloTimeout.toNanos(), TimeUnit.NANOSECONDS).whenComplete((v, e) -> {
+            if (e instanceof TimeoutException) {
+                s.abandon(new SmbDirectException("the peer sent no HELLO within " + helloTimeout));
+            }
+        });
     }
 
     @Override

@@ -18,10 +18,13 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.smbdirect.bulk.BulkConfig;
+import org.smbdirect.bulk.BulkListener;
+import org.smbdirect.bulk.BulkSession;
 import org.smbdirect.bulk.BulkStatistics;
 import org.smbdirect.bulk.internal.BulkFixture.Pair;
 import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionLostException;
+import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
 import org.smbdirect.transport.SmbDirectException;
 import org.smbdirect.transport.TerminationReason;
@@ -236,5 +239,56 @@ class BulkSessionTest {
         assertThrows(SmbDirectException.class, () -> p.client.sendAndWait(ByteBuffer.allocate(1), Duration.ofSeconds(5)));
         p.assertNothingRegistered();
         assertTrue(p.clientEnd.bulk.sessions().isEmpty());
+    }
+
+    /**
+     * Found by the soak (SoakTest): every session stayed reachable for the 30 s HELLO timeout after
+     * it ended (the timer task held it in the JDK's delay queue), with its connection, endpoints and
+     * buffers: hundreds of megabytes at a few hundred sessions a second. Both ends of a closed
+     * session must become garbage long before the timeout.
+     */
+    @Test
+    void closedSession_notKeptReachableByTheHelloTimeout() throws Exception {
+        SmbDirectConfig oneLoop = SmbDirectConfig.builder().engineThreads(1).build();
+        BulkFixture.End serverEnd = fx.end(BulkFixture.side().smb(oneLoop));
+        BulkFixture.End clientEnd = fx.end(BulkFixture.side().smb(oneLoop));
+        BlockingQueue<BulkSession> accepted = new LinkedBlockingQueue<>();
+        BlockingQueue<BulkFixture.Received> atServer = new LinkedBlockingQueue<>();
+        BulkListener l = serverEnd.bulk.listen(serverEnd.anyAddress(), s -> {
+            BulkFixture.Received r = new BulkFixture.Received();
+            atServer.add(r);
+            accepted.add(s);
+            return r;
+        });
+        try {
+            List<java.lang.ref.WeakReference<Object>> ended = closedSession(clientEnd, l, accepted, atServer);
+            // An engine loop keeps a reference to the last connection it ran until it runs another.
+            closedSession(clientEnd, l, accepted, atServer);
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos(); // a third of the HELLO timeout
+            while (ended.stream().anyMatch(r -> r.get() != null)) {
+                assertTrue(System.nanoTime() < deadline, "a closed session is still reachable");
+                System.gc();
+                Thread.sleep(50); // lets the collector and reference processing run; no protocol wait
+            }
+        } finally {
+            l.close();
+        }
+    }
+
+    /** A session that exchanged a message and closed; only weak references to it escape. */
+    private static List<java.lang.ref.WeakReference<Object>> closedSession(BulkFixture.End clientEnd, BulkListener l,
+            BlockingQueue<BulkSession> accepted, BlockingQueue<BulkFixture.Received> atServer) throws Exception {
+        BulkFixture.Received atClient = new BulkFixture.Received();
+        BulkSession client = clientEnd.bulk.connect(l.localAddress(), atClient, BulkFixture.TIMEOUT);
+        BulkSession server = accepted.poll(BulkFixture.TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        BulkFixture.Received received = atServer.poll();
+        client.sendAndWait(ByteBuffer.allocate(10), BulkFixture.TIMEOUT);
+        received.next();
+        client.close();
+        atClient.loss();
+        received.loss();
+        return List.of(new java.lang.ref.WeakReference<>(client), new java.lang.ref.WeakReference<>(server),
+                new java.lang.ref.WeakReference<>(client.connection()),
+                new java.lang.ref.WeakReference<>(server.connection()));
     }
 }
