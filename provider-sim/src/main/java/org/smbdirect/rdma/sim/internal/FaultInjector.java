@@ -2,7 +2,11 @@ package org.smbdirect.rdma.sim.internal;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
@@ -22,6 +26,8 @@ final class FaultInjector {
 
     private final SimProvider provider;
     private final List<String> log = new ArrayList<>();
+    // every fault counted by kind, beyond the log's limit
+    private final Map<String, LongAdder> counts = new ConcurrentHashMap<>();
     // registration faults, guarded by this
     private SplittableRandom registrationRandom;
     private long registrationSeed;
@@ -58,12 +64,13 @@ final class FaultInjector {
             }
         }
         if (fault != null) {
-            record(fault);
+            record("REGISTRATION_FAILURE", fault);
             throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, "register: injected fault (" + fault + ")");
         }
     }
 
-    void record(String fault) {
+    void record(String kind, String fault) {
+        counts.computeIfAbsent(kind, k -> new LongAdder()).increment();
         synchronized (log) {
             if (log.size() < LOG_LIMIT) {
                 log.add(fault);
@@ -77,6 +84,13 @@ final class FaultInjector {
         synchronized (log) {
             return new ArrayList<>(log);
         }
+    }
+
+    /** How many faults of each kind were injected so far, by kind name. */
+    Map<String, Long> counts() {
+        Map<String, Long> m = new TreeMap<>();
+        counts.forEach((k, v) -> m.put(k, v.sum()));
+        return m;
     }
 
     private static long mix(long seed, long id) {
@@ -126,9 +140,10 @@ final class FaultInjector {
                 fault |= DELAY;
             }
             if (fault != 0) {
-                record("connection " + ordinal + " operation " + operations + ": "
-                        + ((fault & DISCONNECT) != 0 ? "DISCONNECT" : (fault & RECEIVER_NOT_READY) != 0
-                                ? "RECEIVER_NOT_READY" : "DELAY " + s.delayMillis + " ms"));
+                String kind = (fault & DISCONNECT) != 0 ? "DISCONNECT"
+                        : (fault & RECEIVER_NOT_READY) != 0 ? "RECEIVER_NOT_READY" : "DELAY";
+                record(kind, "connection " + ordinal + " operation " + operations + ": "
+                        + (kind.equals("DELAY") ? "DELAY " + s.delayMillis + " ms" : kind));
             }
             return (fault & DISCONNECT) != 0 ? DISCONNECT : fault;
         }
