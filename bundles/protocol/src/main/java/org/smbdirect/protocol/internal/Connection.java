@@ -1254,7 +1254,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         rdmaActive.clear();
         rdmaQueue.clear();
         for (RegisteredBufferImpl rb : registrations.values()) {
-            rb.revoke();
+            // The endpoint's close releases the regions; a later deregister() finds nothing to do.
+            rb.take(null);
+            if (rb.uncount()) {
+                registrationsLive.decrementAndGet();
+            }
         }
         connectFuture.completeExceptionally(failure);
         transport.connectionEnded(this, why, wasEstablished);
@@ -1277,7 +1281,6 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
         }
         registrations.clear();
-        registrationsLive.set(0);
         sendBuffers = null;
         receiveBuffers = null;
         fragmentReassemblyBuffer = null;
@@ -1435,10 +1438,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             throw providerFailure("registration failed", e);
         }
         RegisteredBufferImpl rb = new RegisteredBufferImpl(this, access, regions);
+        // Counted before it becomes visible to connectionLoss(), which uncounts what it finds.
+        rb.count();
+        registrationsLive.incrementAndGet();
         for (MemoryRegion r : regions) {
             registrations.put(r.token(), rb);
         }
-        registrationsLive.incrementAndGet();
         if (loss != null) {
             deregisterRegions(rb, null);
             throw new ConnectionLostException(loss);
@@ -1486,7 +1491,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                 }
             }
         }
-        if (!regions.isEmpty() && rb.fullyDeregistered()) {
+        if (rb.fullyDeregistered() && rb.uncount()) {
             registrationsLive.decrementAndGet();
         }
         if (first != null) {

@@ -28,6 +28,8 @@ final class RegisteredBufferImpl implements RegisteredBuffer {
     private final Set<MemoryRegion> live;
     /** Remote access ended for at least one region: invalidated, deregistered, or connection lost. */
     private volatile boolean revoked;
+    /** Whether the buffer is counted in the connection's live registrations; cleared exactly once. */
+    private final java.util.concurrent.atomic.AtomicBoolean counted = new java.util.concurrent.atomic.AtomicBoolean();
 
     RegisteredBufferImpl(Connection connection, RemoteAccess access, List<MemoryRegion> regions) {
         this.connection = connection;
@@ -92,6 +94,20 @@ final class RegisteredBufferImpl implements RegisteredBuffer {
 
     synchronized boolean fullyDeregistered() {
         return live.isEmpty();
+    }
+
+    /** Marks the buffer counted in the connection's live registrations. */
+    void count() {
+        counted.set(true);
+    }
+
+    /**
+     * Ends the buffer's contribution to the live count.
+     *
+     * @return {@code true} the first time only, when the caller must decrement the count
+     */
+    boolean uncount() {
+        return counted.compareAndSet(true, false);
     }
 
     /** The region with this descriptor's token, offset and length, or {@code null}. */

@@ -73,6 +73,27 @@ class ConnectionLossTest {
         }
     }
 
+    /**
+     * 3.1.4.4 after 3.1.7.1: an upper layer that deregisters after the loss (deregistration is
+     * idempotent) finds nothing left to release, and the live count stays at zero.
+     */
+    @Test
+    void deregisterAfterLoss_isHarmless_registrationsLiveStaysZero() throws Exception {
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            RegisteredBuffer one = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.READ);
+            RegisteredBuffer two = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.WRITE);
+            assertEquals(2, e.connection.statistics().registrationsLive());
+            e.peer.endpoint.disconnect();
+            assertEquals(TerminationReason.PEER_DISCONNECTED, upper.loss().reason());
+            assertEquals(0, e.connection.statistics().registrationsLive());
+            one.deregister();
+            two.close();
+            one.close();
+            assertFalse(one.isRegistered());
+            assertEquals(0, e.connection.statistics().registrationsLive());
+        }
+    }
+
     /** close() sends what was queued first, then disconnects; the upper layer reads LOCAL_CLOSE. */
     @Test
     void close_sendsQueuedMessagesThenDisconnects() throws Exception {

@@ -1,0 +1,154 @@
+package org.smbdirect.bulk.internal;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+import org.smbdirect.bulk.BulkAcceptHandler;
+import org.smbdirect.bulk.BulkConfig;
+import org.smbdirect.bulk.BulkHandler;
+import org.smbdirect.bulk.BulkListener;
+import org.smbdirect.bulk.BulkSession;
+import org.smbdirect.bulk.BulkTransfer;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectException;
+import org.smbdirect.transport.SmbDirectListener;
+
+/**
+ * The bulk-transfer layer over one SMB Direct transport: makes and accepts sessions, and keeps
+ * track of them so that they can be closed together.
+ */
+final class BulkTransferImpl implements BulkTransfer {
+    /** How long a session waits for the peer's HELLO once the connection is up. */
+    static final Duration HELLO_TIMEOUT = Duration.ofSeconds(30);
+
+    private final SmbDirect transport;
+    private final Allocator allocator;
+    private final Duration helloTimeout;
+    private volatile BulkConfig config;
+    private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
+    private final Set<Listener> listeners = ConcurrentHashMap.newKeySet();
+
+    BulkTransferImpl(SmbDirect transport, BulkConfig config, Allocator allocator, Duration helloTimeout) {
+        this.transport = Objects.requireNonNull(transport, "transport");
+        this.config = Objects.requireNonNull(config, "config");
+        this.allocator = allocator;
+        this.helloTimeout = helloTimeout;
+    }
+
+    @Override
+    public CompletionStage<BulkSession> connect(InetSocketAddress remote, BulkHandler handler) {
+        return open(remote, handler).opened().copy();
+    }
+
+    @Override
+    public BulkSession connect(InetSocketAddress remote, BulkHandler handler, Duration timeout)
+            throws SmbDirectException, InterruptedException {
+        Session s = open(remote, handler);
+        try {
+            return Session.await(s.opened(), timeout, "bulk connect to " + remote);
+        } catch (SmbDirectException | InterruptedException e) {
+            s.abandon(new SmbDirectException("the caller stopped waiting: " + e.getMessage()));
+            throw e;
+        }
+    }
+
+    private Session open(InetSocketAddress remote, BulkHandler handler) {
+        Objects.requireNonNull(remote, "remote");
+        Objects.requireNonNull(handler, "handler");
+        Session s = new Session(this, config, allocator, handler, null);
+        sessions.add(s);
+        transport.connect(remote, s).whenComplete((c, e) -> {
+            if (e != null) {
+                s.connectFailed(e);
+            } else {
+                s.start(c);
+                helloTimer(s);
+            }
+        });
+        return s;
+    }
+
+    @Override
+    public BulkListener listen(InetSocketAddress local, BulkAcceptHandler handler) throws SmbDirectException {
+        Objects.requireNonNull(handler, "handler");
+        Listener[] self = new Listener[1];
+        SmbDirectListener l = transport.listen(local, c -> {
+            Session s = new Session(this, config, allocator, null, handler);
+            sessions.add(s);
+            s.start(c);
+            helloTimer(s);
+            return s;
+        });
+        self[0] = new Listener(l);
+        listeners.add(self[0]);
+        return self[0];
+    }
+
+    /** A peer that never says HELLO does not keep its connection. */
+    private void helloTimer(Session s) {
+        CompletableFuture.delayedExecutor(helloTimeout.toNanos(), TimeUnit.NANOSECONDS).execute(() -> s.abandon(
+                new SmbDirectException("the peer sent no HELLO within " + helloTimeout)));
+    }
+
+    @Override
+    public BulkConfig configuration() {
+        return config;
+    }
+
+    /** Applies a configuration to sessions made from now on. */
+    void configure(BulkConfig c) {
+        config = Objects.requireNonNull(c);
+    }
+
+    /** A session ended. */
+    void ended(Session s) {
+        sessions.remove(s);
+    }
+
+    /** Stops every listener and closes every session (the service goes away). */
+    void closeAll() {
+        for (Listener l : new ArrayList<>(listeners)) {
+            l.close();
+        }
+        for (Session s : new ArrayList<>(sessions)) {
+            s.closeAsync();
+        }
+    }
+
+    /** Sessions currently open or opening (for tests). */
+    Set<Session> sessions() {
+        return sessions;
+    }
+
+    /** A listening endpoint. */
+    private final class Listener implements BulkListener {
+        private final SmbDirectListener listener;
+
+        Listener(SmbDirectListener listener) {
+            this.listener = listener;
+        }
+
+        @Override
+        public InetSocketAddress localAddress() {
+            return listener.localAddress();
+        }
+
+        @Override
+        public void close() {
+            listener.close();
+            listeners.remove(this);
+        }
+
+        @Override
+        public String toString() {
+            return "BulkListener[" + listener.localAddress() + "]";
+        }
+    }
+}
