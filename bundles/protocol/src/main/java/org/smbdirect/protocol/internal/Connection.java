@@ -78,6 +78,12 @@ import org.smbdirect.transport.TerminationReason;
  */
 final class Connection extends Actor implements SmbDirectConnection, ConnectionListener {
     private static final System.Logger LOG = System.getLogger(Connection.class.getName());
+    /**
+     * Every SMB Direct message sent or received is logged at this level, as {@code "<connection>
+     * sent|received <message with its fields>"} (a capture can be checked against it); callers
+     * test {@code LOG.isLoggable(TRACE)} first, so nothing is built while it is off.
+     */
+    private static final System.Logger.Level TRACE = System.Logger.Level.TRACE;
 
     /** RDMA Read and Write work requests in flight at once per connection. */
     static final int RDMA_DEPTH = 32;
@@ -199,6 +205,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private final Map<Integer, RegisteredBufferImpl> registrations = new ConcurrentHashMap<>();
     private final AtomicInteger registrationsLive = new AtomicInteger();
     private volatile ConnectionLoss loss;
+    /** Set, before the provider closes, when the provider carrying the connection is going away. */
+    private volatile String providerStopped;
     private volatile ConnectionHandler handler;
     private volatile ConnectionParameters parameters;
     private final CompletableFuture<SmbDirectConnection> connectFuture = new CompletableFuture<>();
@@ -225,25 +233,38 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     // ================================================================ creation
 
     /**
-     * MS-SMBD 3.1.4.1 Connecting to the Peer: creates the Connection and starts connecting.
+     * MS-SMBD 3.1.4.1 Connecting to the Peer: creates the Connection; {@link #start} begins.
      */
     static Connection connect(SmbDirectTransport transport, RdmaProvider provider, SmbDirectConfig config,
             EventLoopGroup.Loop loop, InetSocketAddress remote, ConnectionHandler handler) {
         Connection c = new Connection(transport, provider, config, loop, true, handler, null);
         c.remote = remote;
-        c.execute(c::connectingToThePeer);
+        c.start = c::connectingToThePeer;
         return c;
     }
 
     /**
-     * MS-SMBD 3.1.7.2 Connection Arrival: creates the Connection for a peer's request.
+     * MS-SMBD 3.1.7.2 Connection Arrival: creates the Connection for a peer's request; {@link
+     * #start} begins.
      */
     static Connection arrive(SmbDirectTransport transport, RdmaProvider provider, SmbDirectConfig config,
             EventLoopGroup.Loop loop, ConnectionRequest request, AcceptHandler acceptHandler) {
         Connection c = new Connection(transport, provider, config, loop, false, null, acceptHandler);
         c.remote = request.remoteAddress();
-        c.execute(() -> c.connectionArrival(request));
+        c.start = () -> c.connectionArrival(request);
         return c;
+    }
+
+    /** The first step, run by {@link #start()}. */
+    private Runnable start;
+
+    /**
+     * Starts the connection's processing. The transport calls this only after it holds the
+     * connection, so that an early end always finds it there to remove.
+     */
+    void start() {
+        execute(start);
+        start = null;
     }
 
     CompletableFuture<SmbDirectConnection> connectFuture() {
@@ -365,7 +386,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             postNegotiationReceive();
         } catch (RdmaException e) {
             rejectQuietly(request);
-            terminate(TerminationReason.LOCAL_RESOURCES, "cannot prepare the connection: " + e.getMessage());
+            terminate(e.status() == RdmaStatus.INSUFFICIENT_RESOURCES ? TerminationReason.LOCAL_RESOURCES
+                    : TerminationReason.CONNECT_FAILED, "cannot prepare the connection: " + e.getMessage());
             return;
         }
         int localIrd = Math.min(config.ird(), capabilities.maxIrd());
@@ -459,7 +481,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             if (closing && reason == TerminationReason.PEER_DISCONNECTED) {
                 reason = TerminationReason.LOCAL_CLOSE;
             }
-            loss = new ConnectionLoss(reason, detail);
+            loss = lossFor(reason, detail);
         }
         connectionLoss();
     }
@@ -473,8 +495,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             try {
                 t.run();
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.ERROR, this + ": internal error", e);
-                terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
+                internalError("task", e);
             }
         }
         if (phase == Phase.CLOSED) {
@@ -493,11 +514,16 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             onIdleTimer();
         }
         if (phase == Phase.ESTABLISHED) {
-            drainInbox();
-            sendUpperLayerMessages();
-            pumpRdma();
-            if (closing) {
-                checkGracefulClose();
+            try {
+                drainInbox();
+                sendUpperLayerMessages();
+                pumpRdma();
+                if (closing) {
+                    checkGracefulClose();
+                }
+            } catch (RuntimeException e) {
+                // Never into the engine loop: end this connection with a readable reason instead.
+                internalError("sending", e);
             }
         }
     }
@@ -510,11 +536,14 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             for (int i = 0; i < n; i++) {
                 CompletionResult r = results[i];
-                try {
-                    onCompletion(r);
-                } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.ERROR, this + ": internal error on " + r, e);
-                    terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
+                // Once the connection is closed its buffers are released: the rest of the batch
+                // (flushed work) has nothing left to do.
+                if (phase != Phase.CLOSED) {
+                    try {
+                        onCompletion(r);
+                    } catch (RuntimeException e) {
+                        internalError("completion " + r, e);
+                    }
                 }
                 r.set(null, null, null, RdmaStatus.SUCCESS, 0, false, false, 0);
             }
@@ -554,6 +583,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         } else if (ctx instanceof RdmaTransfer.Segment) {
             rdmaSegmentCompleted((RdmaTransfer.Segment) ctx, r);
         }
+    }
+
+    /** A bug of ours: logged, counted, and the connection ends rather than the thread. */
+    private void internalError(String where, RuntimeException e) {
+        transport.internalError();
+        LOG.log(System.Logger.Level.ERROR, this + ": internal error in " + where, e);
+        terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
     }
 
     /** A work request failed: the RDMA layer has ended the connection (3.1.4.2). */
@@ -596,7 +632,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         NegotiateRequest req = NegotiateRequest.decode(b.duplicate().position(base).limit(base + length));
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " received " + req);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + req);
+        }
         if (req.minVersion() > Wire.VERSION_1 || req.maxVersion() < Wire.VERSION_1) {
             sendNegotiateResponseFailure(Wire.STATUS_NOT_SUPPORTED, new ConnectionLoss(
                     TerminationReason.NEGOTIATE_REQUEST_VERSION_NOT_SUPPORTED, String.format(
@@ -668,7 +706,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         NegotiateResponse rsp = NegotiateResponse.decode(b.duplicate().position(base).limit(base + length));
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " received " + rsp);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + rsp);
+        }
         // Status first: a refusal carries zeros elsewhere, and the refusal is the real reason.
         if (rsp.status() != Wire.STATUS_SUCCESS) {
             terminate(TerminationReason.NEGOTIATE_RESPONSE_FAILED_STATUS, "Status=" + Wire.statusName(rsp.status()));
@@ -764,6 +804,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         DataTransferHeader h = header.decode(b, base, length);
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " received " + h);
+        }
         long dataOffset = Integer.toUnsignedLong(h.dataOffset());
         long dataLength = Integer.toUnsignedLong(h.dataLength());
         long remaining = Integer.toUnsignedLong(h.remainingDataLength());
@@ -888,8 +931,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private void sendNegotiateRequest() {
         NegotiateRequest req = new NegotiateRequest(Wire.VERSION_1, Wire.VERSION_1, sendCreditTarget, maxSendSize,
                 maxReceiveSize, maxFragmentedRecvSize);
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + req);
-        postNegotiationMessage(b -> req.encode(b), NegotiateRequest.SIZE);
+        if (postNegotiationMessage(b -> req.encode(b), NegotiateRequest.SIZE) && LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + req);
+        }
     }
 
     /** MS-SMBD 3.1.5.3 Sending a Negotiate Response Message, success form. */
@@ -900,8 +944,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         creditsToGrant -= granted;
         peerCredits += granted;
         counters.creditsGranted += granted;
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + rsp);
-        return postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE);
+        if (!postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE)) {
+            return false;
+        }
+        if (LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + rsp);
+        }
+        return true;
     }
 
     /**
@@ -910,9 +959,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
      */
     private void sendNegotiateResponseFailure(int status, ConnectionLoss why) {
         NegotiateResponse rsp = NegotiateResponse.failure(status);
-        LOG.log(System.Logger.Level.DEBUG, () -> this + " sending " + rsp + " because " + why.message());
+        LOG.log(System.Logger.Level.DEBUG, () -> this + " refusing the negotiation: " + why.message());
         pendingNegotiateFailure = why;
-        postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE);
+        if (postNegotiationMessage(b -> rsp.encode(b), NegotiateResponse.SIZE) && LOG.isLoggable(TRACE)) {
+            LOG.log(TRACE, this + " sent " + rsp);
+        }
     }
 
     private boolean postNegotiationMessage(java.util.function.Consumer<ByteBuffer> encoder, int size) {
@@ -975,6 +1026,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             // The message's CreditsGranted is zero until now: perform 3.1.5.9.
             manageCreditsPriorToSending(true);
+            if (phase != Phase.ESTABLISHED) {
+                // Posting the receives failed and ended the connection (its buffers may be gone).
+                if (sendBuffers != null) {
+                    sendBuffers.release(slot);
+                }
+                return;
+            }
             int granted = Math.min(creditsToGrant, 65535);
             if (sendCredits == 1 && granted == 0) {
                 sendBuffers.release(slot);
@@ -1029,6 +1087,10 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             sendBuffers.release(slot);
             terminate(TerminationReason.TRANSPORT_ERROR, "send failed: " + e.getMessage());
             return false;
+        }
+        if (LOG.isLoggable(TRACE)) {
+            // What went on the wire, decoded back from the send buffer.
+            LOG.log(TRACE, this + " sent " + new DataTransferHeader().decode(slot.buffer, slot.base, total));
         }
         m.started = true;
         m.offset += dataLength;
@@ -1192,7 +1254,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         if (loss == null) {
-            loss = new ConnectionLoss(reason, detail);
+            loss = lossFor(reason, detail);
         }
         LOG.log(reason.isProtocolViolation() ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
                 () -> this + " terminating: " + loss.message());
@@ -1207,6 +1269,31 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         // The provider promises a terminal event; should it never come, do not hang.
         terminationTimer = scheduler.schedule(() -> execute(this::connectionLoss),
                 config.keepaliveResponseTimeout().toNanos());
+    }
+
+    /**
+     * The provider carrying this connection is going away (its service is being unregistered, before
+     * it closes): whatever ends the connection from now on is reported as {@link
+     * TerminationReason#PROVIDER_STOPPED}. Safe from any thread; the caller then terminates it.
+     *
+     * @param detail which provider
+     */
+    void providerStopping(String detail) {
+        providerStopped = detail;
+    }
+
+    /**
+     * The loss to report. Once the provider is going away, whatever its closing makes fail first
+     * (a post on a closed endpoint, the disconnect event) is reported as the provider stopping,
+     * which is the cause the upper layer needs to know.
+     */
+    private ConnectionLoss lossFor(TerminationReason reason, String detail) {
+        String stopped = providerStopped;
+        if (stopped != null && reason != TerminationReason.PROVIDER_STOPPED) {
+            return new ConnectionLoss(TerminationReason.PROVIDER_STOPPED,
+                    stopped + " (" + reason + ": " + detail + ")");
+        }
+        return new ConnectionLoss(reason, detail);
     }
 
     /**
@@ -1227,7 +1314,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             closeTimer.cancel();
         }
         ConnectionLoss why = loss != null ? loss
-                : new ConnectionLoss(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended");
+                : lossFor(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended");
         loss = why;
         ConnectionLostException failure = new ConnectionLostException(why);
         // Every message not yet completed: queued, partly posted, or with fragments in flight.
@@ -1260,6 +1347,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                 registrationsLive.decrementAndGet();
             }
         }
+        // Gone before the upper layer is told (ConnectionHandler.onConnectionLost promises it).
+        registrations.clear();
+        registrationsLive.set(0);
         connectFuture.completeExceptionally(failure);
         transport.connectionEnded(this, why, wasEstablished);
         ConnectionHandler h = handler;
@@ -1280,7 +1370,6 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                 LOG.log(System.Logger.Level.DEBUG, () -> this + ": completion queue close: " + e.getMessage());
             }
         }
-        registrations.clear();
         sendBuffers = null;
         receiveBuffers = null;
         fragmentReassemblyBuffer = null;

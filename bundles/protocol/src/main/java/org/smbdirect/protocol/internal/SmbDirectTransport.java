@@ -53,6 +53,7 @@ public final class SmbDirectTransport implements SmbDirect {
     private long established;
     private long failedAttempts;
     private volatile boolean closed;
+    private final java.util.concurrent.atomic.AtomicLong internalErrors = new java.util.concurrent.atomic.AtomicLong();
 
     /**
      * Creates a transport with no provider yet.
@@ -113,11 +114,20 @@ public final class SmbDirectTransport implements SmbDirect {
      */
     public void removeProvider(RdmaProvider provider) {
         providers.removeIf(b -> b.provider == provider);
+        String detail = "provider " + provider.type() + "/" + provider.name() + " stopped";
+        List<Connection> carried = new ArrayList<>();
         for (Connection c : connections) {
             if (c.provider == provider) {
-                c.execute(() -> c.terminate(TerminationReason.PROVIDER_STOPPED,
-                        "provider " + provider.type() + "/" + provider.name() + " stopped"));
+                carried.add(c);
             }
+        }
+        // Every connection learns that the provider is going first, then they end: ending one
+        // disconnects its peer, which may be another of these connections.
+        for (Connection c : carried) {
+            c.providerStopping(detail);
+        }
+        for (Connection c : carried) {
+            c.execute(() -> c.terminate(TerminationReason.PROVIDER_STOPPED, detail));
         }
         for (Listener l : listeners) {
             l.providerGone(provider);
@@ -170,6 +180,7 @@ public final class SmbDirectTransport implements SmbDirect {
         }
         Connection c = Connection.connect(this, p, config, loops.next(), remote, handler);
         connections.add(c);
+        c.start();
         return c.connectFuture();
     }
 
@@ -207,6 +218,7 @@ public final class SmbDirectTransport implements SmbDirect {
         }
         Connection c = Connection.arrive(this, provider, config, loops.next(), request, handler);
         connections.add(c);
+        c.start();
     }
 
     @Override
@@ -296,6 +308,24 @@ public final class SmbDirectTransport implements SmbDirect {
         if (ownsScheduler) {
             scheduler.shutdown();
         }
+    }
+
+    void internalError() {
+        internalErrors.incrementAndGet();
+    }
+
+    /** Internal errors caught so far (bugs); tests and the fuzzer assert there are none. */
+    long internalErrors() {
+        return internalErrors.get();
+    }
+
+    java.util.List<Connection> debugConnections() {
+        return new ArrayList<>(connections);
+    }
+
+    /** Every connection the transport holds, negotiating ones included, for tests and diagnostics. */
+    int connectionCount() {
+        return connections.size();
     }
 
     /** The engine threads, for tests and diagnostics. */

@@ -94,6 +94,26 @@ class ConnectionLossTest {
         }
     }
 
+    /**
+     * Found as a flaky {@link #peerDisconnect_notifiesUpperLayerAndReleasesEverything}: the upper
+     * layer was told of the loss (whose contract says registrations are gone) while the connection's
+     * statistics still counted the registration live.
+     */
+    @Test
+    void connectionLost_registrationsAreGoneWhenTheUpperLayerIsTold() throws Exception {
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            RegisteredBuffer reg = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.READ);
+            assertEquals(1, e.connection.statistics().registrationsLive());
+            CompletableFuture<long[]> seen = new CompletableFuture<>();
+            upper.onLoss = (c, loss) -> seen.complete(new long[] {c.statistics().registrationsLive(),
+                reg.isRegistered() ? 1 : 0});
+            e.peer.endpoint.disconnect();
+            long[] atLoss = Fixture.get(seen);
+            assertEquals(0, atLoss[0], "registrations counted live during onConnectionLost");
+            assertEquals(0, atLoss[1], "the buffer still registered during onConnectionLost");
+        }
+    }
+
     /** close() sends what was queued first, then disconnects; the upper layer reads LOCAL_CLOSE. */
     @Test
     void close_sendsQueuedMessagesThenDisconnects() throws Exception {
@@ -127,6 +147,100 @@ class ConnectionLossTest {
             assertEquals(TerminationReason.PROVIDER_STOPPED, upper.loss().reason());
             e.peer.awaitEnded();
             assertEquals(null, t.provider());
+        }
+    }
+
+    /**
+     * Found by the in-framework provider-stop test: the provider's service goes away and the
+     * provider closes while a connection is busy (its bundle stopping under traffic). The busy
+     * connection's next post failed on the closed endpoint and it reported TRANSPORT_ERROR ("send
+     * failed: ... endpoint is CLOSED") instead of PROVIDER_STOPPED. Here the provider goes away from
+     * inside a message handler, so the connection is mid-processing, and the handler answers, so the
+     * engine posts on the closed endpoint before it runs the termination. That post failing also
+     * threw a NullPointerException into the engine loop (the send buffer released after the
+     * connection had already released its buffers): nothing may be logged as an error.
+     */
+    @Test
+    void providerRemovedAndClosedWhileConnectionBusy_reportsProviderStopped() throws Exception {
+        java.util.logging.Logger engineLog = java.util.logging.Logger.getLogger("org.smbdirect.protocol");
+        List<java.util.logging.LogRecord> problems = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler h = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    problems.add(r);
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        engineLog.addHandler(h);
+        try {
+            providerRemovedWhileBusy();
+        } finally {
+            engineLog.removeHandler(h);
+        }
+        assertEquals(List.of(), problems.stream().map(r -> r.getLoggerName() + ": " + r.getMessage() + " "
+                + r.getThrown()).toList(), "errors logged by the engine");
+    }
+
+    private void providerRemovedWhileBusy() throws Exception {
+        RdmaProvider p = fx.provider();
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), p);
+        Recorder listening = new Recorder();
+        SmbDirectListener l = t.listen(fx.anyAddress(p), listening);
+        SmbDirectConnection active = t.connect(l.localAddress(), upper, Fixture.TIMEOUT);
+        SmbDirectConnection passive = listening.connection();
+        CompletableFuture<CompletableFuture<Void>> answer = new CompletableFuture<>();
+        listening.onMessage = (c, m) -> {
+            t.removeProvider(p); // what the component does when the service is unregistered...
+            p.close(); // ...before the provider's bundle closes it
+            answer.complete(c.send(ByteBuffer.wrap(new byte[100])).toCompletableFuture());
+        };
+        active.send(ByteBuffer.wrap(new byte[100]));
+        ConnectionLostException lost = assertInstanceOf(ConnectionLostException.class,
+                assertThrows(ExecutionException.class, () -> Fixture.get(Fixture.get(answer))).getCause());
+        assertEquals(TerminationReason.PROVIDER_STOPPED, lost.loss().reason(), lost.loss().message());
+        assertEquals(TerminationReason.PROVIDER_STOPPED, listening.loss().reason());
+        assertEquals(TerminationReason.PROVIDER_STOPPED, upper.loss().reason());
+        assertEquals(TerminationReason.PROVIDER_STOPPED, passive.loss().get().reason());
+        assertEquals(2L, t.statistics().terminations().get(TerminationReason.PROVIDER_STOPPED));
+        // Let both connections' threads finish what they were doing.
+        Fixture.get(Fixture.impl(passive).inspect(c -> c.phase));
+        Fixture.get(Fixture.impl(active).inspect(c -> c.phase));
+    }
+
+    /**
+     * Found by the in-framework provider-stop test: with both ends of connections on one provider,
+     * ending the first connection disconnected its peer before the transport had told the peer that
+     * the provider was going, and the peer reported PEER_DISCONNECTED. Every connection must learn
+     * of the provider first. (A race that needs the removing thread to be preempted between two
+     * connections; this repeats the set-up but without that preemption it passes on the old code
+     * too: the in-framework ProviderBundleStopTest, under traffic, is the test that found it.)
+     */
+    @Test
+    void providerRemoved_bothEndsOnTheProvider_everyEndReportsProviderStopped() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            RdmaProvider p = fx.provider();
+            SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), p);
+            Recorder listening = new Recorder();
+            Recorder connecting = new Recorder();
+            SmbDirectListener l = t.listen(fx.anyAddress(p), listening);
+            for (int i = 0; i < 4; i++) {
+                t.connect(l.localAddress(), connecting, Fixture.TIMEOUT);
+                listening.connection();
+            }
+            t.removeProvider(p);
+            for (int i = 0; i < 8; i++) {
+                org.smbdirect.transport.ConnectionLoss loss = (i % 2 == 0 ? connecting : listening).loss();
+                assertEquals(TerminationReason.PROVIDER_STOPPED, loss.reason(), "round " + round + ": " + loss.message());
+            }
         }
     }
 

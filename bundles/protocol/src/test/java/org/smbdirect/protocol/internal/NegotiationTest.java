@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
@@ -187,6 +188,34 @@ class NegotiationTest {
         }
     }
 
+    /**
+     * 3.1.5.6: "If the resulting Connection.ReceiveCredits is zero, the receiver MUST generate a
+     * Negotiate Response failure message" (3.1.5.3) with an error status. The engine's provider
+     * fails every second registration: the first (the negotiation receive) succeeds, the receive
+     * buffers of 3.1.5.9 (the second) cannot be registered, the send buffer (the third) can.
+     */
+    @Test
+    void negotiateRequest_receiveCreditsZero_sendsFailureResponseAndTerminates() throws Exception {
+        RdmaProvider failing = fx.provider(Map.of("faults.registrationFailureEvery", 2));
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), failing);
+        SmbDirectListener l = t.listen(fx.anyAddress(failing), upper);
+        try (RawPeer peer = RawPeer.connect(peerSide, l.localAddress(), new IrdOrdHeader(4, 4).toPrivateData(), 8)) {
+            peer.send(RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
+            byte[] rsp = peer.receive();
+            // MinVersion, MaxVersion 0x0100; Status STATUS_INSUFFICIENT_RESOURCES (0xC000009A,
+            // severity error); every other field zero (3.1.5.3).
+            assertEquals("0001" + "0001" + "0000" + "0000" + "0000" + "0000" + "9a0000c0" + "00000000" + "00000000"
+                    + "00000000" + "00000000", HEX.formatHex(rsp));
+            assertEquals(3, NegotiateResponse.decode(ByteBuffer.wrap(rsp)).status() >>> 30, "STATUS_SEVERITY_ERROR");
+            peer.awaitEnded();
+            Fixture.awaitTermination(t, TerminationReason.NEGOTIATE_NO_RECEIVE_CREDITS);
+            assertEquals(0, peer.queued(), "nothing follows the failure response");
+            assertTrue(upper.accepted.isEmpty(), "a failed negotiation is not indicated to the upper layer");
+            assertEquals(1, t.statistics().connectionsFailed());
+            assertEquals(0, t.statistics().connectionsEstablished());
+        }
+    }
+
     /** 3.1.7.2 and 3.1.6.1: the listener's Negotiation Timer is 5 seconds. */
     @Test
     void passiveNegotiationTimer_fiveSecondsWithoutRequest_terminates() throws Exception {
@@ -296,6 +325,33 @@ class NegotiationTest {
                 SmbDirectConnection c = Fixture.get(f);
                 assertEquals(128, c.parameters().maxSendSize());
                 assertEquals(0, c.parameters().maxReadWriteSize());
+            }
+        }
+    }
+
+    /**
+     * 3.1.5.7: "If the resulting Connection.ReceiveCredits is zero, the receiver MUST terminate the
+     * connection and return a failure status to the caller of section 3.1.4.1." The engine's
+     * provider fails every third registration: the negotiation receive and the send buffer of the
+     * Negotiate Request succeed, the receive buffers of 3.1.5.9 cannot be registered.
+     */
+    @Test
+    void negotiateResponse_receiveCreditsZero_terminatesAndFailsConnect() throws Exception {
+        RdmaProvider failing = fx.provider(Map.of("faults.registrationFailureEvery", 3));
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), failing);
+        try (RawPeer.Acceptor acceptor = new RawPeer.Acceptor(peerSide, fx.anyAddress(peerSide), 8, null)) {
+            CompletableFuture<SmbDirectConnection> f = t.connect(acceptor.address(), upper).toCompletableFuture();
+            try (RawPeer peer = acceptor.next()) {
+                NegotiateRequest.decode(ByteBuffer.wrap(peer.receive()));
+                peer.send(RawPeer.negotiateResponse(0x0100, 10, 10, 0, 1048576, 1024, 1024, 131072));
+                ExecutionException e = assertThrows(ExecutionException.class, () -> Fixture.get(f));
+                ConnectionLostException lost = assertInstanceOf(ConnectionLostException.class, e.getCause());
+                assertEquals(TerminationReason.NEGOTIATE_NO_RECEIVE_CREDITS, lost.loss().reason());
+                peer.awaitEnded();
+                assertEquals(0, peer.queued(), "no Data Transfer message was sent");
+                Fixture.awaitTermination(t, TerminationReason.NEGOTIATE_NO_RECEIVE_CREDITS);
+                assertEquals(1, t.statistics().connectionsFailed());
+                assertTrue(upper.losses.isEmpty(), "the caller learns of it through the connect, not as a loss");
             }
         }
     }

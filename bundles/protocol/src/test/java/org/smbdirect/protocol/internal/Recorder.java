@@ -44,8 +44,15 @@ final class Recorder implements ConnectionHandler, AcceptHandler {
         }
     }
 
+    /** Optional reaction run inside onConnectionLost, to observe the connection at that moment. */
+    volatile BiConsumer<SmbDirectConnection, ConnectionLoss> onLoss;
+
     @Override
     public void onConnectionLost(SmbDirectConnection connection, ConnectionLoss loss) {
+        BiConsumer<SmbDirectConnection, ConnectionLoss> r = onLoss;
+        if (r != null) {
+            r.accept(connection, loss);
+        }
         losses.add(loss);
     }
 

@@ -6,6 +6,7 @@ import java.util.Map;
 
 import org.osgi.annotation.bundle.Capability;
 import org.osgi.framework.BundleContext;
+import org.osgi.framework.Constants;
 import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -26,6 +27,10 @@ import org.smbdirect.rdma.RdmaProvider;
  * it: every connection of the old provider ends with {@code onDisconnected}, then the new one is
  * registered. An invalid change is rejected (the exception names the key and its range) and the
  * provider keeps running as it was.
+ *
+ * <p>{@code service.ranking} in the configuration (OSGi only, not a provider setting) is published
+ * as the service's ranking, so that a consumer preferring the highest ranking can be steered to
+ * one provider; changing it updates the registration without replacing the provider.
  */
 // The component registers the service itself; declare it so that resolvers see the capability.
 @Capability(namespace = "osgi.service", attribute = "objectClass:List<String>=\"org.smbdirect.rdma.RdmaProvider\"",
@@ -38,20 +43,25 @@ public final class SimProviderComponent {
     private SimSettings requested;
     private SimProvider provider;
     private ServiceRegistration<RdmaProvider> registration;
+    private Integer ranking;
 
     /**
      * Validates the configuration, creates the provider and registers it.
      *
      * @param context the bundle's context, to register the service
      * @param config the configuration
+     * @param properties the configuration's raw properties, for {@code service.ranking}
      * @throws IOException when the capture file cannot be opened
      * @throws IllegalArgumentException naming the key and range of an invalid value
      */
     @Activate
-    public SimProviderComponent(BundleContext context, SimConfig config) throws IOException {
+    public SimProviderComponent(BundleContext context, SimConfig config, Map<String, Object> properties)
+            throws IOException {
         this.context = context;
         SimSettings s = SimSettings.from(config);
+        Integer r = ranking(properties);
         synchronized (this) {
+            ranking = r;
             start(s);
         }
     }
@@ -60,21 +70,49 @@ public final class SimProviderComponent {
      * Applies a changed configuration.
      *
      * @param config the new configuration
+     * @param properties the configuration's raw properties, for {@code service.ranking}
      * @throws IOException when a new capture file cannot be opened
      * @throws IllegalArgumentException naming the key and range of an invalid value
      */
     @Modified
-    void modified(SimConfig config) throws IOException {
+    void modified(SimConfig config, Map<String, Object> properties) throws IOException {
         SimSettings next = SimSettings.from(config);
+        Integer r = ranking(properties);
         synchronized (this) {
+            boolean rankingChanged = !java.util.Objects.equals(r, ranking);
+            ranking = r;
             if (requested.needsRestart(next)) {
                 stop();
                 start(next);
             } else {
                 provider.reconfigure(next);
                 requested = next;
+                if (rankingChanged) {
+                    registration.setProperties(serviceProperties(provider));
+                }
             }
         }
+    }
+
+    /** {@code service.ranking} as an Integer (the framework ignores any other type), or null when absent. */
+    static Integer ranking(Map<String, Object> properties) {
+        Object v = properties.get(Constants.SERVICE_RANKING);
+        if (v == null) {
+            return null;
+        }
+        if (v instanceof Integer || v instanceof Short || v instanceof Byte
+                || v instanceof Long && (Long) v == ((Long) v).intValue()) {
+            return ((Number) v).intValue();
+        }
+        if (v instanceof String) {
+            try {
+                return Integer.valueOf(((String) v).trim());
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+        }
+        throw new IllegalArgumentException("invalid configuration: " + Constants.SERVICE_RANKING + " = " + v
+                + " is out of range; expected an integer from " + Integer.MIN_VALUE + " to " + Integer.MAX_VALUE);
     }
 
     /** Unregisters and closes the provider: its connections end, its threads stop. */
@@ -87,13 +125,20 @@ public final class SimProviderComponent {
 
     private void start(SimSettings s) throws IOException {
         SimProvider p = SimProvider.open(s);
+        provider = p;
+        requested = s;
+        registration = context.registerService(RdmaProvider.class, p, serviceProperties(p));
+    }
+
+    private Hashtable<String, Object> serviceProperties(SimProvider p) {
         Hashtable<String, Object> props = new Hashtable<>();
         for (Map.Entry<String, Object> e : p.serviceProperties().entrySet()) {
             props.put(e.getKey(), e.getValue());
         }
-        provider = p;
-        requested = s;
-        registration = context.registerService(RdmaProvider.class, p, props);
+        if (ranking != null) {
+            props.put(Constants.SERVICE_RANKING, ranking);
+        }
+        return props;
     }
 
     private void stop() {

@@ -58,6 +58,10 @@ class SimProviderComponentTest extends ProviderTck {
                                 new Class<?>[] {ServiceRegistration.class}, (p2, m2, a2) -> {
                                     if (m2.getName().equals("unregister")) {
                                         r.unregistered = true;
+                                    } else if (m2.getName().equals("setProperties")) {
+                                        r.properties.clear();
+                                        r.properties.putAll(new Registration(null,
+                                                (Dictionary<String, ?>) a2[0]).properties);
                                     }
                                     return null;
                                 });
@@ -82,7 +86,7 @@ class SimProviderComponentTest extends ProviderTck {
 
     @Test
     void activate_registersProviderWithTypeNameAndCapabilities() throws Exception {
-        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-a")));
+        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-a")), Map.of());
         Registration r = registrations.get(0);
         RdmaProvider p = (RdmaProvider) r.service;
         assertEquals("sim", r.properties.get(RdmaProvider.PROP_TYPE));
@@ -97,12 +101,12 @@ class SimProviderComponentTest extends ProviderTck {
 
     @Test
     void modified_liveSettings_keepTheProviderAndItsConnections() throws Exception {
-        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-b")));
+        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-b")), Map.of());
         SimProvider p = c.provider();
         ProviderPair pair = ProviderPair.of(p, p, new java.net.InetSocketAddress(p.address, 0), () -> { });
         Link l = link(pair, new LinkSpec());
         c.modified(SimSettings.configOf(config("name", "comp-b", "faults.seed", 99, "latency.enabled", true,
-                "connectTimeoutMillis", 1234)));
+                "connectTimeoutMillis", 1234)), Map.of());
         assertSame(p, c.provider());
         assertEquals(99, p.live().faultSeed);
         assertEquals(1, registrations.size());
@@ -113,11 +117,11 @@ class SimProviderComponentTest extends ProviderTck {
 
     @Test
     void modified_capabilities_replaceTheProvider_oldConnectionsEndWithOnDisconnected() throws Exception {
-        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-c")));
+        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-c")), Map.of());
         SimProvider p = c.provider();
         ProviderPair pair = ProviderPair.of(p, p, new java.net.InetSocketAddress(p.address, 0), () -> { });
         Link l = link(pair, new LinkSpec());
-        c.modified(SimSettings.configOf(config("name", "comp-c", "rdmaRead", false)));
+        c.modified(SimSettings.configOf(config("name", "comp-c", "rdmaRead", false)), Map.of());
         assertEquals(EventRecorder.Kind.DISCONNECTED, l.client().events().awaitTerminal().kind());
         assertEquals(EventRecorder.Kind.DISCONNECTED, l.server().events().awaitTerminal().kind());
         assertNotSame(p, c.provider());
@@ -129,10 +133,10 @@ class SimProviderComponentTest extends ProviderTck {
 
     @Test
     void modified_invalidValue_rejectedNamingKey_providerKeepsRunning() throws Exception {
-        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-d")));
+        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-d")), Map.of());
         SimProvider p = c.provider();
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> c.modified(SimSettings.configOf(config("name", "comp-d", "maxSge", 0))));
+                () -> c.modified(SimSettings.configOf(config("name", "comp-d", "maxSge", 0)), Map.of()));
         assertTrue(e.getMessage().contains("maxSge") && e.getMessage().contains("1..64"), e.getMessage());
         assertSame(p, c.provider());
         assertTrue(!p.isClosed());
@@ -140,9 +144,27 @@ class SimProviderComponentTest extends ProviderTck {
     }
 
     @Test
+    void serviceRanking_isPublished_andChangedWithoutReplacingTheProvider() throws Exception {
+        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-e")),
+                Map.of("service.ranking", 7));
+        SimProvider p = c.provider();
+        assertEquals(7, registrations.get(0).properties.get("service.ranking"));
+        c.modified(SimSettings.configOf(config("name", "comp-e")), Map.of("service.ranking", "9"));
+        assertSame(p, c.provider());
+        assertEquals(1, registrations.size());
+        assertEquals(9, registrations.get(0).properties.get("service.ranking"));
+        c.modified(SimSettings.configOf(config("name", "comp-e")), Map.of());
+        assertEquals(null, registrations.get(0).properties.get("service.ranking"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> c.modified(SimSettings.configOf(config("name", "comp-e")), Map.of("service.ranking", "high")));
+        assertTrue(e.getMessage().contains("service.ranking"), e.getMessage());
+        c.deactivate();
+    }
+
+    @Test
     void activate_invalidConfiguration_refusedNamingKey() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new SimProviderComponent(context(), SimSettings.configOf(config("capture.mtu", 1000))));
+                () -> new SimProviderComponent(context(), SimSettings.configOf(config("capture.mtu", 1000)), Map.of()));
         assertTrue(e.getMessage().contains("capture.mtu"), e.getMessage());
         assertEquals(List.of(), registrations);
     }

@@ -1,0 +1,80 @@
+package org.smbdirect.bench;
+
+import java.nio.ByteBuffer;
+import java.nio.channels.CompletionHandler;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.smbdirect.transport.SmbDirectConnection;
+
+/**
+ * (e) Aggregate throughput of 1 KiB messages over 1, 4, 16 and 64 connections at once, between
+ * the same two transports. Messages per second in total; the baseline of each row is the best
+ * aggregate of the four.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class AggregateBench {
+    static final int PER_INVOCATION = 1024;
+    private static final CompletionHandler<Void, Object> IGNORE = new CompletionHandler<>() {
+        @Override
+        public void completed(Void result, Object attachment) {
+        }
+
+        @Override
+        public void failed(Throwable exc, Object attachment) {
+            exc.printStackTrace();
+        }
+    };
+
+    @Param({"1", "4", "16", "64"})
+    int connections;
+
+    private SimPair pair;
+    private SmbDirectConnection[] senders;
+    private final ByteBuffer payload = ByteBuffer.allocate(1024);
+    private final AtomicLong received = new AtomicLong();
+    private long target;
+
+    @Setup(Level.Trial)
+    public void setUp() throws Exception {
+        pair = new SimPair();
+        senders = new SmbDirectConnection[connections];
+        for (int i = 0; i < connections; i++) {
+            senders[i] = pair.connect((x, m, t) -> { }, (x, m, t) -> received.incrementAndGet())[0];
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        pair.close();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(PER_INVOCATION)
+    public void smbDirect() {
+        target += PER_INVOCATION;
+        int per = PER_INVOCATION / connections;
+        for (int i = 0; i < per; i++) {
+            for (SmbDirectConnection c : senders) {
+                c.send(payload, null, IGNORE);
+            }
+        }
+        while (received.get() < target) {
+            LockSupport.parkNanos(1000);
+        }
+    }
+}

@@ -1,0 +1,188 @@
+package org.smbdirect.bench;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import org.openjdk.jmh.profile.GCProfiler;
+import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.Result;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.util.Statistics;
+
+/**
+ * Runs every benchmark together with its baseline, in the same JVM run, and prints one table:
+ * figure, ours, baseline, ratio, goal, with medians over the measurement iterations and their
+ * spread (min-max). {@code --long} runs more iterations and two forks.
+ */
+public final class BenchMain {
+    private final boolean longRun;
+    private final Map<String, Statistics> scores = new HashMap<>();
+    private final Map<String, Double> allocation = new HashMap<>();
+    private final List<String[]> rows = new ArrayList<>();
+
+    private BenchMain(boolean longRun) {
+        this.longRun = longRun;
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean longRun = List.of(args).contains("--long");
+        BenchMain m = new BenchMain(longRun);
+        long t0 = System.nanoTime();
+        m.run(RdmaBench.class, false);
+        m.run(MessageBench.class, true);
+        m.run(FragmentedBench.class, false);
+        m.run(PingPongBench.class, false);
+        m.run(AggregateBench.class, false);
+        m.run(TcpBench.class, false);
+        String idle = m.idleConnections();
+        m.table(idle, (System.nanoTime() - t0) / 1_000_000_000L);
+    }
+
+    private void run(Class<?> benchmark, boolean gc) throws Exception {
+        ChainedOptionsBuilder o = new OptionsBuilder().include(benchmark.getName() + "\\.")
+                .forks(longRun ? 2 : 1).warmupIterations(longRun ? 5 : 3).warmupTime(TimeValue.seconds(1))
+                .measurementIterations(longRun ? 10 : 5).measurementTime(TimeValue.seconds(1))
+                .jvmArgsAppend("-Xmx2g", "-XX:MaxDirectMemorySize=2g").shouldFailOnError(true);
+        if (gc) {
+            o.addProfiler(GCProfiler.class);
+        }
+        Collection<RunResult> results = new Runner(o.build()).run();
+        for (RunResult r : results) {
+            String method = r.getParams().getBenchmark().replaceFirst(".*\\.", "");
+            String key = benchmark.getSimpleName() + "." + method + paramSuffix(r);
+            scores.put(key, r.getPrimaryResult().getStatistics());
+            for (BenchmarkResult br : r.getBenchmarkResults()) {
+                Result<?> norm = br.getSecondaryResults().get("·gc.alloc.rate.norm");
+                if (norm != null) {
+                    allocation.put(key, norm.getScore());
+                }
+            }
+        }
+    }
+
+    private static String paramSuffix(RunResult r) {
+        StringBuilder s = new StringBuilder();
+        for (String k : r.getParams().getParamsKeys()) {
+            s.append(':').append(r.getParams().getParam(k));
+        }
+        return s.toString();
+    }
+
+    /** Runs (f) in a JVM of its own with a 4 GiB heap, as the figure asks. */
+    private String idleConnections() throws Exception {
+        String cp = System.getProperty("java.class.path");
+        String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+        StringBuilder out = new StringBuilder();
+        for (String[] variant : new String[][] {{"10000", "1364"}, {"1000", "8192"}}) {
+            Process p = new ProcessBuilder(java, "-Xmx4g", "-XX:MaxDirectMemorySize=16g", "-cp", cp,
+                    IdleConnections.class.getName(), variant[0], variant[1]).redirectErrorStream(true).start();
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    if (line.startsWith("idle connections") || line.startsWith("per connection")) {
+                        out.append(line).append('\n');
+                    }
+                }
+            }
+            p.waitFor();
+        }
+        return out.toString();
+    }
+
+    private double median(String key) {
+        Statistics s = scores.get(key);
+        return s == null ? Double.NaN : s.getPercentile(50);
+    }
+
+    private String spread(String key, double scale) {
+        Statistics s = scores.get(key);
+        return s == null ? "" : String.format(Locale.ROOT, " (%s-%s)", num(s.getMin() * scale), num(s.getMax() * scale));
+    }
+
+    private void row(String figure, String oursKey, double oursScale, String baseKey, double baseScale, String unit,
+            String goal, boolean lowerIsBetter) {
+        double ours = median(oursKey) * oursScale;
+        double base = median(baseKey) * baseScale;
+        double ratio = lowerIsBetter ? ours / base : ours / base;
+        rows.add(new String[] {figure, num(ours) + " " + unit + spread(oursKey, oursScale),
+            num(base) + " " + unit + spread(baseKey, baseScale), String.format(Locale.ROOT, "%.2f", ratio), goal});
+    }
+
+    private void table(String idle, long seconds) {
+        double mb = 1.0 / (1 << 20);
+        for (String op : new String[] {"rdmaRead", "rdmaWrite"}) {
+            for (int size : new int[] {4096, 65536, 1048576, 8388608}) {
+                String goal = size >= 1048576 ? ">= 0.90" : "";
+                row("a) RDMA " + (op.equals("rdmaRead") ? "Read " : "Write ") + human(size), "RdmaBench." + op + ":" + size,
+                        size * mb, "RdmaBench.copy:" + size, size * mb, "MiB/s", goal, false);
+            }
+        }
+        for (int size : new int[] {64, 1024, 1340}) {
+            row("b) one-way messages " + size + " B", "MessageBench.smbDirect:" + size, 1, "MessageBench.queue:" + size, 1,
+                    "msg/s", size == 1024 ? ">= 0.50" : "", false);
+        }
+        for (int size : new int[] {65536, 1048576}) {
+            row("c) fragmented " + human(size), "FragmentedBench.smbDirect:" + size, size * mb,
+                    "FragmentedBench.copy:" + size, size * mb, "MiB/s", size == 1048576 ? ">= 0.50" : "", false);
+        }
+        row("d) ping-pong 64 B (lower is better)", "PingPongBench.smbDirect", 1, "PingPongBench.threads", 1, "us",
+                "<= 2.00", true);
+        double best = 0;
+        for (int c : new int[] {1, 4, 16, 64}) {
+            best = Math.max(best, median("AggregateBench.smbDirect:" + c));
+        }
+        for (int c : new int[] {1, 4, 16, 64}) {
+            String key = "AggregateBench.smbDirect:" + c;
+            rows.add(new String[] {"e) aggregate 1 KiB, " + c + " connection" + (c > 1 ? "s" : ""),
+                num(median(key)) + " msg/s" + spread(key, 1), num(best) + " msg/s (best)",
+                String.format(Locale.ROOT, "%.2f", median(key) / best), c == 64 ? ">= 0.80" : ""});
+        }
+        row("g) 1 KiB messages vs TCP loopback", "MessageBench.smbDirect:1024", 1, "TcpBench.tcp:1024",
+                TcpBench.BATCH, "msg/s", "> 1", false);
+        row("g) 1 MiB by RDMA Read vs TCP loopback", "RdmaBench.rdmaRead:1048576", 1.0, "TcpBench.tcp:1048576", 1.0,
+                "MiB/s", "> 1", false);
+        row("g) 1 MiB by RDMA Write vs TCP loopback", "RdmaBench.rdmaWrite:1048576", 1.0, "TcpBench.tcp:1048576", 1.0,
+                "MiB/s", "> 1", false);
+
+        StringBuilder t = new StringBuilder();
+        t.append(String.format(Locale.ROOT, "Run of %s on %s, %d processors, Java %s (%s), %d s%s%n%n", LocalDate.now(),
+                System.getProperty("os.name") + " " + System.getProperty("os.arch"),
+                Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"),
+                System.getProperty("java.vm.name"), seconds, longRun ? ", long version" : ", short version"));
+        t.append("| figure | ours (median, min-max) | baseline (median, min-max) | ratio | goal |\n");
+        t.append("|---|---|---|---|---|\n");
+        for (String[] r : rows) {
+            t.append("| ").append(String.join(" | ", r)).append(" |\n");
+        }
+        t.append('\n');
+        for (Map.Entry<String, Double> a : allocation.entrySet()) {
+            t.append(String.format(Locale.ROOT, "- b) allocation, %s: %.1f bytes per message%n", a.getKey(), a.getValue()));
+        }
+        t.append('\n').append("f) idle connections (both ends in one JVM, -Xmx4g):\n\n```\n").append(idle).append("```\n");
+        System.out.println();
+        System.out.println(t);
+    }
+
+    private static String human(int size) {
+        return size >= 1 << 20 ? (size >> 20) + " MiB" : size >= 1024 ? (size >> 10) + " KiB" : size + " B";
+    }
+
+    private static String num(double v) {
+        if (Double.isNaN(v)) {
+            return "n/a";
+        }
+        return v >= 100 ? String.format(Locale.ROOT, "%,.0f", v) : String.format(Locale.ROOT, "%.2f", v);
+    }
+}

@@ -1,0 +1,76 @@
+package org.smbdirect.bench;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.smbdirect.transport.BufferDescriptorV1;
+import org.smbdirect.transport.RegisteredBuffer;
+import org.smbdirect.transport.RemoteAccess;
+import org.smbdirect.transport.SmbDirectConnection;
+
+/**
+ * (a) RDMA Write and RDMA Read through the transport API (MS-SMBD 3.1.4.5 / 3.1.4.6) on the sim
+ * provider, against a bulk ByteBuffer copy of the same size: the physical limit in one JVM.
+ * Operations per second; bytes per second = operations x size.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class RdmaBench {
+    @Param({"4096", "65536", "1048576", "8388608"})
+    int size;
+
+    private SimPair pair;
+    private SmbDirectConnection reader;
+    private List<BufferDescriptorV1> remote;
+    private RegisteredBuffer registered;
+    private ByteBuffer local;
+    private ByteBuffer copySource;
+    private ByteBuffer copyTarget;
+
+    @Setup(Level.Trial)
+    public void setUp() throws Exception {
+        pair = new SimPair();
+        SmbDirectConnection[] c = pair.connect((x, m, t) -> { }, (x, m, t) -> { });
+        ByteBuffer exposed = ByteBuffer.allocateDirect(size);
+        registered = c[1].register(exposed, RemoteAccess.READ_WRITE);
+        remote = registered.descriptors();
+        reader = c[0];
+        local = ByteBuffer.allocateDirect(size);
+        copySource = ByteBuffer.allocateDirect(size);
+        copyTarget = ByteBuffer.allocateDirect(size);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        registered.close();
+        pair.close();
+    }
+
+    @Benchmark
+    public void rdmaRead() {
+        reader.rdmaRead(local, remote, 0).toCompletableFuture().join();
+    }
+
+    @Benchmark
+    public void rdmaWrite() {
+        reader.rdmaWrite(local, remote, 0).toCompletableFuture().join();
+    }
+
+    /** The baseline: the same bytes copied between two direct buffers. */
+    @Benchmark
+    public void copy() {
+        copyTarget.put(0, copySource, 0, size);
+    }
+}
