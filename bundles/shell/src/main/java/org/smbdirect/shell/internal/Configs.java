@@ -9,12 +9,17 @@ import java.util.Hashtable;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.InvalidSyntaxException;
+import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.cm.Configuration;
 import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.cm.ConfigurationEvent;
+import org.osgi.service.cm.ConfigurationListener;
 import org.osgi.service.metatype.AttributeDefinition;
 import org.osgi.service.metatype.MetaTypeInformation;
 import org.osgi.service.metatype.MetaTypeService;
@@ -97,13 +102,74 @@ final class Configs {
         return factory.isEmpty() ? List.of(simSingleton()) : factory;
     }
 
-    /** Creates a provider's factory configuration (named after the provider). */
-    Configuration createSim(String name, Map<String, Object> settings) throws IOException {
+    /**
+     * Creates a provider's factory configuration (named after the provider). SCR does not accept
+     * factory configurations while the singleton one exists, so that one (settings of the
+     * unconfigured default provider, which gives way anyway) is deleted first.
+     *
+     * @return the deleted singleton configuration's properties, or {@code null} when there was none
+     */
+    Dictionary<String, Object> createSim(String name, Map<String, Object> settings) throws IOException {
+        Dictionary<String, Object> dropped = dropSimSingleton();
         Configuration c = admin.getFactoryConfiguration(SIM_PID, name, "?");
         Map<String, Object> all = new LinkedHashMap<>(settings);
         all.put("name", name);
         update(c, all);
-        return c;
+        return dropped;
+    }
+
+    /** Deletes the singleton configuration of the sim component, returning its properties. */
+    Dictionary<String, Object> dropSimSingleton() throws IOException {
+        try {
+            Configuration[] c = admin.listConfigurations("(service.pid=" + SIM_PID + ")");
+            if (c == null || c.length == 0) {
+                return null;
+            }
+            Dictionary<String, Object> p = c[0].getProperties();
+            // SCR refuses factory configurations while it still holds the singleton one: wait until the
+            // deletion has been dispatched to configuration listeners (SCR among them) before going on
+            CountDownLatch dispatched = new CountDownLatch(1);
+            ConfigurationListener l = e -> {
+                if (e.getType() == ConfigurationEvent.CM_DELETED && SIM_PID.equals(e.getPid())
+                        && e.getFactoryPid() == null) {
+                    dispatched.countDown();
+                }
+            };
+            ServiceRegistration<ConfigurationListener> reg = context.registerService(ConfigurationListener.class, l,
+                    null);
+            try {
+                c[0].delete();
+                if (!dispatched.await(10, TimeUnit.SECONDS)) {
+                    throw new IOException("the deletion of configuration " + SIM_PID + " was not dispatched within 10 s");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while deleting configuration " + SIM_PID, e);
+            } finally {
+                reg.unregister();
+            }
+            return p;
+        } catch (InvalidSyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * Recreates the singleton configuration with earlier properties (after the last factory
+     * configuration is gone).
+     */
+    void restoreSimSingleton(Dictionary<String, Object> properties) throws IOException {
+        if (properties == null) {
+            return;
+        }
+        Hashtable<String, Object> p = new Hashtable<>();
+        for (Enumeration<String> keys = properties.keys(); keys.hasMoreElements();) {
+            String k = keys.nextElement();
+            if (!k.equals("service.pid") && !k.equals("service.factoryPid") && !k.equals("service.bundleLocation")) {
+                p.put(k, properties.get(k));
+            }
+        }
+        simSingleton().update(p);
     }
 
     /** Merges changes into a configuration ({@code null} values remove keys) and updates it. */

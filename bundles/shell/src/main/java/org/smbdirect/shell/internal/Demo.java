@@ -60,6 +60,8 @@ final class Demo {
     static final String READ_PROVIDER = "demo-read";
     static final String WRITE_PROVIDER = "demo-write";
     static final String FABRIC = "smbdirect-demo";
+    /** Enough for every SMB Direct message (MaxSendSize 1364 plus headers); RDMA data packets are cut. */
+    static final int SNAP_LENGTH = 1536;
     private static final int[] MESSAGE_SIZES = {5, 100, 1340, 1341, 8192, 65536, 1 << 20};
 
     /** The demo failed; the message says why. */
@@ -80,6 +82,7 @@ final class Demo {
     private final List<String[]> statistics = new ArrayList<>();
     private final List<Configuration> created = new ArrayList<>();
     private final List<Path> partialCaptures = new ArrayList<>();
+    private java.util.Dictionary<String, Object> droppedSingleton;
     private ConfigurationAdmin admin;
     private Configs configs;
     private String previousTarget;
@@ -188,7 +191,8 @@ final class Demo {
                     + p.capabilities().maxSge() + ", inline " + p.capabilities().inlineLimit() + " B");
         }
         if (capture != null) {
-            out.println("  capturing RoCEv2 frames of both providers (snap length 256 B)");
+            out.println("  capturing RoCEv2 frames of both providers (snap length " + SNAP_LENGTH
+                    + " B: SMB Direct messages whole, RDMA data cut)");
         }
     }
 
@@ -201,9 +205,13 @@ final class Demo {
             partialCaptures.add(part);
             s.put("capture.enabled", true);
             s.put("capture.path", part.toString());
-            s.put("capture.snapLength", 256);
+            s.put("capture.snapLength", SNAP_LENGTH);
         }
-        created.add(configs.createSim(name, s));
+        java.util.Dictionary<String, Object> dropped = configs.createSim(name, s);
+        if (droppedSingleton == null) {
+            droppedSingleton = dropped;
+        }
+        created.add(configs.simConfiguration(name));
     }
 
     /** Points the transport at one provider and waits until new connections use it. */
@@ -469,6 +477,10 @@ final class Demo {
         if (!gone) {
             out.println("  the demo's providers did not go away within " + timeout.toSeconds() + " s");
             return false;
+        }
+        if (configs.simFactoryConfigurations().isEmpty()) {
+            // the default provider is back: give it its settings again
+            configs.restoreSimSingleton(droppedSingleton);
         }
         if (capture == null || partialCaptures.isEmpty()) {
             return true;

@@ -584,14 +584,20 @@ public final class SmbDirectCommands {
                 }
                 Map<String, Object> settings = c.simSettings(pos.subList(2, pos.size()));
                 boolean first = c.simFactoryConfigurations().isEmpty();
-                Configuration conf = c.createSim(name, settings);
+                java.util.Dictionary<String, Object> dropped = c.createSim(name, settings);
                 if (!awaitProvider(name)) {
-                    conf.delete();
+                    Configuration conf = c.simConfiguration(name);
+                    if (conf != null) {
+                        conf.delete();
+                    }
                     throw new SmbDirectException("provider " + name + " did not start within "
                             + DEFAULT_TIMEOUT.toSeconds() + " s (its settings were refused: see the log); configuration removed");
                 }
                 out.println("simulated provider " + name + " added" + (settings.isEmpty() ? "" : " with " + settings)
                         + (first ? "; the unconfigured default provider gave way to it" : ""));
+                if (dropped != null && Boolean.parseBoolean(String.valueOf(dropped.get("capture.enabled")))) {
+                    out.println("  (its capture to " + dropped.get("capture.path") + " ended with it)");
+                }
                 return;
             }
             case "set": {

@@ -162,11 +162,17 @@ final class Transfer {
                     break;
                 }
                 if (failure.get() != null) {
+                    free.add(b); // back with the others: the wait below counts every buffer
                     break;
                 }
                 int n = (int) Math.min(b.capacity(), total - sent);
                 b.clear().limit(n);
-                source.next(b);
+                try {
+                    source.next(b);
+                } catch (IOException e) {
+                    free.add(b);
+                    throw e;
+                }
                 b.position(0).limit(n);
                 crc.update(b.duplicate());
                 sent += n;
