@@ -215,19 +215,23 @@ final class Transfer {
         long inline = after.inlineSends() - before.inlineSends();
         StringBuilder s = new StringBuilder();
         if (reads > 0) {
-            s.append("RDMA Read by the peer (").append(reads).append(" transfers)");
+            s.append("RDMA Read by the peer (").append(count(reads, "transfer")).append(')');
         }
         if (writes > 0) {
-            s.append(s.length() > 0 ? ", " : "").append("RDMA Write into the peer's memory (").append(writes)
-                    .append(" transfers)");
+            s.append(s.length() > 0 ? ", " : "").append("RDMA Write into the peer's memory (")
+                    .append(count(writes, "transfer")).append(')');
         }
         if (inline > 0) {
-            s.append(s.length() > 0 ? ", " : "").append("inline (").append(inline).append(" sends)");
+            s.append(s.length() > 0 ? ", " : "").append("inline (").append(count(inline, "send")).append(')');
         }
         if (s.length() == 0) {
             s.append(session.peerCanRdmaRead() ? "RDMA Read by the peer" : "RDMA Write into the peer's memory");
         }
         return s.toString();
+    }
+
+    private static String count(long n, String noun) {
+        return n + " " + noun + (n == 1 ? "" : "s");
     }
 
     static Throwable unwrap(Throwable e) {
