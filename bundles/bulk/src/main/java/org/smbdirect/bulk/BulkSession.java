@@ -47,12 +47,16 @@ public interface BulkSession extends AutoCloseable {
      * @throws SmbDirectException when the send failed ({@link NoBuffersException} among others)
      *         or did not complete in time
      * @throws InterruptedException when interrupted while waiting
+     * @throws IllegalStateException when called on an SMB Direct engine thread (from a handler or
+     *         a completion callback), where waiting could deadlock
      */
     void sendAndWait(ByteBuffer data, Duration timeout) throws SmbDirectException, InterruptedException;
 
     /**
-     * Whether the peer's RDMA provider can RDMA Read, as it announced; decides which path large
-     * sends take.
+     * Whether large sends travel by the peer's RDMA Read: the peer announced that its RDMA provider
+     * can RDMA Read, and this side's provider can register memory for the peer to read ({@link
+     * org.smbdirect.transport.ConnectionParameters#rdmaRead()}). Otherwise they travel by RDMA Write
+     * into memory the peer registered.
      *
      * @return {@code true} when large sends travel by the peer's RDMA Read
      */

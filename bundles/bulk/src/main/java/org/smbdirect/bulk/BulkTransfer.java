@@ -32,6 +32,8 @@ public interface BulkTransfer {
      * @return the session
      * @throws SmbDirectException when the connection failed or did not complete in time
      * @throws InterruptedException when interrupted while waiting
+     * @throws IllegalStateException when called on an SMB Direct engine thread (from a handler or
+     *         a completion callback), where waiting could deadlock
      */
     BulkSession connect(InetSocketAddress remote, BulkHandler handler, Duration timeout)
             throws SmbDirectException, InterruptedException;

@@ -50,6 +50,7 @@ final class BulkTransferImpl implements BulkTransfer {
     @Override
     public BulkSession connect(InetSocketAddress remote, BulkHandler handler, Duration timeout)
             throws SmbDirectException, InterruptedException {
+        Session.refuseOnEngineThread("connect with a timeout");
         Session s = open(remote, handler);
         try {
             return Session.await(s.opened(), timeout, "bulk connect to " + remote);
@@ -64,7 +65,14 @@ final class BulkTransferImpl implements BulkTransfer {
         Objects.requireNonNull(handler, "handler");
         Session s = new Session(this, config, allocator, handler, null);
         sessions.add(s);
-        transport.connect(remote, s).whenComplete((c, e) -> {
+        CompletionStage<org.smbdirect.transport.SmbDirectConnection> connecting;
+        try {
+            connecting = transport.connect(remote, s);
+        } catch (RuntimeException e) {
+            sessions.remove(s);
+            throw e;
+        }
+        connecting.whenComplete((c, e) -> {
             if (e != null) {
                 s.connectFailed(e);
             } else {

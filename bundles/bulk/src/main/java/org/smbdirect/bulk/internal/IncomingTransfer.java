@@ -35,6 +35,8 @@ final class IncomingTransfer {
     ByteBuffer buffer;
     /** WRITE path: the rest of {@link #buffer}, registered for the sender's RDMA Write. */
     RegisteredBuffer registration;
+    /** Holds one of this side's in-flight slots: from start until delivered or skipped. */
+    boolean holdsSlot;
     /** READ path: the next offset to read, reads outstanding, the first failure. */
     int nextOffset;
     int outstanding;

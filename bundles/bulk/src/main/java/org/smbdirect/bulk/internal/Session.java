@@ -49,10 +49,11 @@ import org.smbdirect.transport.TerminationReason;
  * changes only on the connection's engine thread, so deliveries reach the handler one at a time,
  * in order.
  *
- * <p>Memory: the peer may have at most its announced MaxInFlight large transfers open here, and
- * may start sends at most {@link Hello#receiveWindow} beyond the oldest one not yet received
- * completely; this side moves at most {@link BulkConfig#maxInFlight()} of them at once. A peer that
- * exceeds either ends the session.
+ * <p>Memory: this side holds at most {@link BulkConfig#maxInFlight()} of the peer's large sends in
+ * direct memory, moving or complete and waiting for order (a transfer keeps its slot until
+ * delivered); the peer may start sends at most {@link Hello#receiveWindow} beyond the oldest one
+ * not yet received completely, and have at most its announced MaxInFlight large transfers open. A
+ * peer that exceeds either ends the session.
  */
 final class Session implements BulkSession, ConnectionHandler {
     private static final System.Logger LOG = System.getLogger(Session.class.getName());
@@ -72,8 +73,11 @@ final class Session implements BulkSession, ConnectionHandler {
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private final Object lock = new Object();
     private final SendCompletion sendCompletion = new SendCompletion();
-    /** The connection's engine thread, where blocking calls would deadlock. */
-    private volatile Thread engineThread;
+    /**
+     * Marks the threads the transport runs this layer's callbacks on (its engine threads): a
+     * blocking call there could wait for work only that thread can do.
+     */
+    private static final ThreadLocal<Boolean> ENGINE_THREAD = new ThreadLocal<>();
 
     // ------------------------------------------------------------ guarded by lock
     /** Written under the lock; volatile for {@link #toString()}. */
@@ -152,6 +156,11 @@ final class Session implements BulkSession, ConnectionHandler {
     /** Completes when the peer's HELLO arrived (and the application has the session). */
     CompletableFuture<BulkSession> opened() {
         return opened;
+    }
+
+    /** Completes when the connection has ended and the session is done. */
+    CompletableFuture<Void> ended() {
+        return closed.copy();
     }
 
     // ================================================================ life cycle
@@ -342,7 +351,7 @@ final class Session implements BulkSession, ConnectionHandler {
     @Override
     public void close() {
         CompletableFuture<Void> f = closeAsync().toCompletableFuture();
-        if (Thread.currentThread() == engineThread) {
+        if (onEngineThread()) {
             return; // cannot wait on the thread that must do the work; the close proceeds
         }
         try {
@@ -365,7 +374,7 @@ final class Session implements BulkSession, ConnectionHandler {
 
     @Override
     public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
-        engineThread = Thread.currentThread();
+        ENGINE_THREAD.set(Boolean.TRUE);
         Actions a = new Actions();
         try {
             synchronized (lock) {
@@ -393,7 +402,7 @@ final class Session implements BulkSession, ConnectionHandler {
 
     @Override
     public void onConnectionLost(SmbDirectConnection c, ConnectionLoss loss) {
-        engineThread = Thread.currentThread();
+        ENGINE_THREAD.set(Boolean.TRUE);
         Actions a = new Actions();
         ConnectionLoss why;
         boolean tell;
@@ -760,6 +769,7 @@ final class Session implements BulkSession, ConnectionHandler {
         while (incomingMoving < config.maxInFlight() && !incomingQueued.isEmpty() && ended == null) {
             IncomingTransfer t = incomingQueued.poll();
             incomingMoving++;
+            t.holdsSlot = true;
             t.state = IncomingTransfer.State.MOVING;
             ByteBuffer buffer;
             try {
@@ -885,9 +895,23 @@ final class Session implements BulkSession, ConnectionHandler {
     private void settleIncomingLocked(IncomingTransfer t, IncomingTransfer.State state, Actions a) {
         t.state = state;
         incoming.remove(t.sequence);
-        incomingMoving--;
+        if (state == IncomingTransfer.State.SKIPPED) {
+            releaseSlotLocked(t);
+        }
         deliverLocked(a);
         startIncomingLocked(a);
+    }
+
+    /**
+     * A transfer keeps its slot, and so its memory, until delivered: transfers that complete
+     * early wait for order within this side's maxInFlight. Transfers start in order, so the
+     * oldest incomplete one always has a slot.
+     */
+    private void releaseSlotLocked(IncomingTransfer t) {
+        if (t.holdsSlot) {
+            t.holdsSlot = false;
+            incomingMoving--;
+        }
     }
 
     /** Hands every send that is complete and has no incomplete send before it to the handler. */
@@ -898,6 +922,7 @@ final class Session implements BulkSession, ConnectionHandler {
                 undelivered.poll();
             } else if (t.state == IncomingTransfer.State.READY) {
                 undelivered.poll();
+                releaseSlotLocked(t);
                 ByteBuffer data = t.buffer;
                 t.buffer = null;
                 bytesReceived += data.remaining();
@@ -975,6 +1000,7 @@ final class Session implements BulkSession, ConnectionHandler {
     private final class SendCompletion implements CompletionHandler<Void, Outbound> {
         @Override
         public void completed(Void result, Outbound o) {
+            ENGINE_THREAD.set(Boolean.TRUE); // a success is only ever reported by an engine thread
             sent(o);
         }
 
@@ -1048,9 +1074,14 @@ final class Session implements BulkSession, ConnectionHandler {
         f.whenComplete((v, e) -> done.accept(e));
     }
 
-    private void refuseOnEngineThread(String call) {
-        if (Thread.currentThread() == engineThread) {
-            throw new IllegalStateException(call + " would block the engine thread that must complete it; "
+    /** Whether the current thread is one the transport runs callbacks on. */
+    static boolean onEngineThread() {
+        return ENGINE_THREAD.get() != null;
+    }
+
+    static void refuseOnEngineThread(String call) {
+        if (onEngineThread()) {
+            throw new IllegalStateException(call + " would block an SMB Direct engine thread (and could deadlock); "
                     + "use the asynchronous form from handlers and completion callbacks");
         }
     }

@@ -164,6 +164,26 @@ class BulkSessionTest {
         p.client.send(ByteBuffer.wrap(new byte[] {5}));
         assertInstanceOf(IllegalStateException.class, outcome.take());
         assertEquals(5, p.atClient.next().get(0));
+        // Blocking on another session or connecting from an engine thread is refused as well.
+        p.atServer.reaction = (session, d) -> {
+            try {
+                p.client.sendAndWait(d, Duration.ofSeconds(1));
+                outcome.add(new AssertionError("sendAndWait returned"));
+            } catch (Exception | Error e) {
+                outcome.add(e);
+            }
+            try {
+                p.serverEnd.bulk.connect(p.client.connection().localAddress(), new BulkFixture.Received(),
+                        Duration.ofSeconds(1));
+                outcome.add(new AssertionError("connect returned"));
+            } catch (Exception | Error e) {
+                outcome.add(e);
+            }
+        };
+        p.client.send(ByteBuffer.wrap(new byte[] {6}));
+        IllegalStateException other = assertInstanceOf(IllegalStateException.class, outcome.take());
+        assertTrue(other.getMessage().contains("engine thread"), other.getMessage());
+        assertInstanceOf(IllegalStateException.class, outcome.take());
     }
 
     @Test

@@ -8,6 +8,8 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -106,6 +108,47 @@ class PipeliningTest {
             assertEquals(BulkFixture.crc(two), BulkFixture.crc(peer.received.next()));
             assertEquals(3, peer.received.next().get(0));
             assertEquals(0, peer.session.connection().statistics().registrationsLive());
+        }
+    }
+
+    /**
+     * Receiver memory is bounded by its maxInFlight: a transfer that completes before an earlier
+     * one keeps its slot until delivered, so the third transfer's buffer is allocated only once the
+     * first two were delivered.
+     */
+    @Test
+    void receiver_transferCompleteButHeldForOrder_keepsItsSlot() throws Exception {
+        AtomicReference<Session> receiver = new AtomicReference<>();
+        AtomicLong deliveredWhenThirdAllocated = new AtomicLong(-1);
+        Allocator watching = n -> {
+            if (n == 3000) {
+                // on the engine thread, under the session's (reentrant) lock: what was delivered so far
+                deliveredWhenThirdAllocated.set(receiver.get().statistics().bytesReceived());
+            }
+            return ByteBuffer.allocateDirect(n);
+        };
+        BulkFixture.Side bulkSide = BulkFixture.side().allocator(watching)
+                .bulk(BulkConfig.builder().maxInFlight(2).build());
+        try (RawBulkPeer peer = RawBulkPeer.connecting(fx, BulkFixture.side(), bulkSide,
+                new Hello(false, 4, 1 << 30, 8 << 20, 64))) {
+            receiver.set(peer.session);
+            int[] sizes = {1000, 2000, 3000};
+            for (int i = 0; i < 3; i++) {
+                peer.send(ControlMessage.encode(Type.WRITE_REQUEST, 0, i + 1, sizes[i], List.of(), ByteBuffer.allocate(1)));
+            }
+            ControlMessage t1 = peer.expect(Type.TARGET);
+            ControlMessage t2 = peer.expect(Type.TARGET);
+            BulkFixture.get(peer.connection.rdmaWrite(BulkFixture.data(1999, 2, true), t2.descriptors, 0));
+            peer.signal(Type.COMPLETE, 2, true);
+            BulkFixture.get(peer.connection.rdmaWrite(BulkFixture.data(999, 1, true), t1.descriptors, 0));
+            peer.signal(Type.COMPLETE, 1, true);
+            ControlMessage t3 = peer.expect(Type.TARGET);
+            assertEquals(3, t3.sequence);
+            assertEquals(3000, peer.received.next().remaining() + peer.received.next().remaining());
+            assertEquals(3000, deliveredWhenThirdAllocated.get(), "sends 1 and 2 were delivered first");
+            BulkFixture.get(peer.connection.rdmaWrite(BulkFixture.data(2999, 3, true), t3.descriptors, 0));
+            peer.signal(Type.COMPLETE, 3, true);
+            assertEquals(3000, peer.received.next().remaining());
         }
     }
 

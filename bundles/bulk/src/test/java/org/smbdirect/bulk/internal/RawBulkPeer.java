@@ -107,6 +107,14 @@ final class RawBulkPeer implements ConnectionHandler, AutoCloseable {
         connection.sendAndWait(message, BulkFixture.TIMEOUT);
     }
 
+    /**
+     * Sends a message without waiting: after a message that ends the connection, its own
+     * completion may be flushed by the disconnect it caused.
+     */
+    void sendLast(ByteBuffer message) {
+        connection.send(message);
+    }
+
     /** The next message the bulk side sent, which must be of this type. */
     ControlMessage expect(Type type) throws Exception {
         byte[] b = messages.poll(BulkFixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);

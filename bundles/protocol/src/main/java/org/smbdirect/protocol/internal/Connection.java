@@ -151,6 +151,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
 
     // ------------------------------------------------------------ implementation state (actor-confined)
     Phase phase = Phase.CONNECTING;
+    /** The thread that ran {@link #connectionLoss()}, for diagnosing internal errors. */
+    private String closedBy;
     /** Receives posted but not yet granted to the peer in a CreditsGranted field (see 3.1.5.9). */
     int creditsToGrant;
     /** Send credits the peer still holds by our count: granted minus messages received. */
@@ -588,7 +590,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     /** A bug of ours: logged, counted, and the connection ends rather than the thread. */
     private void internalError(String where, RuntimeException e) {
         transport.internalError();
-        LOG.log(System.Logger.Level.ERROR, this + ": internal error in " + where, e);
+        LOG.log(System.Logger.Level.ERROR, this + ": internal error in " + where + " (phase " + phase + ", role "
+                + role + ", endpoint " + (endpoint == null ? null : endpoint.state()) + ", loss " + loss
+                + ", closed by " + closedBy + ", on " + Thread.currentThread().getName() + ")", e);
         terminate(TerminationReason.LOCAL_RESOURCES, "internal error: " + e);
     }
 
@@ -670,6 +674,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         maxSendSize = minUnsigned(maxSendSize, req.maxReceiveSize());
         maxFragmentedSendSize = (int) Math.min(Integer.toUnsignedLong(req.maxFragmentedSize()), Integer.MAX_VALUE);
         initializeReceiveCredits();
+        if (phase.compareTo(Phase.TERMINATING) >= 0) {
+            return; // posting failed because the connection is already gone: nothing to answer
+        }
         if (receiveCredits == 0) {
             sendNegotiateResponseFailure(Wire.STATUS_INSUFFICIENT_RESOURCES, new ConnectionLoss(
                     TerminationReason.NEGOTIATE_NO_RECEIVE_CREDITS, "no receive could be posted"));
@@ -752,6 +759,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         counters.creditsReceived += sendCredits;
         maxFragmentedSendSize = (int) Math.min(Integer.toUnsignedLong(rsp.maxFragmentedSize()), Integer.MAX_VALUE);
         initializeReceiveCredits();
+        if (phase.compareTo(Phase.TERMINATING) >= 0) {
+            return;
+        }
         if (receiveCredits == 0) {
             terminate(TerminationReason.NEGOTIATE_NO_RECEIVE_CREDITS, "no receive could be posted");
             return;
@@ -967,6 +977,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     }
 
     private boolean postNegotiationMessage(java.util.function.Consumer<ByteBuffer> encoder, int size) {
+        if (phase.compareTo(Phase.TERMINATING) >= 0) {
+            return false; // ended meanwhile: its send buffers are gone
+        }
         try {
             SendBuffers.Slot slot = sendBuffers.acquire();
             encoder.accept(slot.buffer.duplicate().order(slot.buffer.order()).position(slot.base));
@@ -1304,6 +1317,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         if (phase == Phase.CLOSED) {
             return;
         }
+        closedBy = Thread.currentThread().getName();
         boolean wasEstablished = parameters != null;
         phase = Phase.CLOSED;
         cancelTimers();
@@ -1349,7 +1363,6 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         }
         // Gone before the upper layer is told (ConnectionHandler.onConnectionLost promises it).
         registrations.clear();
-        registrationsLive.set(0);
         connectFuture.completeExceptionally(failure);
         transport.connectionEnded(this, why, wasEstablished);
         ConnectionHandler h = handler;

@@ -74,6 +74,26 @@ class ConnectionLossTest {
     }
 
     /**
+     * Found as a flaky {@link #peerDisconnect_notifiesUpperLayerAndReleasesEverything}: the upper
+     * layer was told of the loss (whose contract says registrations are gone) while the connection's
+     * statistics still counted the registration live.
+     */
+    @Test
+    void connectionLost_registrationsAreGoneWhenTheUpperLayerIsTold() throws Exception {
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            RegisteredBuffer reg = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.READ);
+            assertEquals(1, e.connection.statistics().registrationsLive());
+            CompletableFuture<long[]> seen = new CompletableFuture<>();
+            upper.onLoss = (c, loss) -> seen.complete(new long[] {c.statistics().registrationsLive(),
+                reg.isRegistered() ? 1 : 0});
+            e.peer.endpoint.disconnect();
+            long[] atLoss = Fixture.get(seen);
+            assertEquals(0, atLoss[0], "registrations counted live during onConnectionLost");
+            assertEquals(0, atLoss[1], "the buffer still registered during onConnectionLost");
+        }
+    }
+
+    /**
      * 3.1.4.4 after 3.1.7.1: an upper layer that deregisters after the loss (deregistration is
      * idempotent) finds nothing left to release, and the live count stays at zero.
      */
@@ -91,26 +111,6 @@ class ConnectionLossTest {
             one.close();
             assertFalse(one.isRegistered());
             assertEquals(0, e.connection.statistics().registrationsLive());
-        }
-    }
-
-    /**
-     * Found as a flaky {@link #peerDisconnect_notifiesUpperLayerAndReleasesEverything}: the upper
-     * layer was told of the loss (whose contract says registrations are gone) while the connection's
-     * statistics still counted the registration live.
-     */
-    @Test
-    void connectionLost_registrationsAreGoneWhenTheUpperLayerIsTold() throws Exception {
-        try (Established e = established(SmbDirectConfig.defaults())) {
-            RegisteredBuffer reg = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.READ);
-            assertEquals(1, e.connection.statistics().registrationsLive());
-            CompletableFuture<long[]> seen = new CompletableFuture<>();
-            upper.onLoss = (c, loss) -> seen.complete(new long[] {c.statistics().registrationsLive(),
-                reg.isRegistered() ? 1 : 0});
-            e.peer.endpoint.disconnect();
-            long[] atLoss = Fixture.get(seen);
-            assertEquals(0, atLoss[0], "registrations counted live during onConnectionLost");
-            assertEquals(0, atLoss[1], "the buffer still registered during onConnectionLost");
         }
     }
 

@@ -385,6 +385,44 @@ class NegotiationTest {
         assertEquals(TerminationReason.CONNECT_FAILED, ((ConnectionLostException) e.getCause()).loss().reason());
     }
 
+    /**
+     * A connection reset at each step of the listener's negotiation in turn (the sim's
+     * {@code faults.disconnectAfterOperations}) ends cleanly: the engine releases the connection and
+     * has no internal error. (The fuzzer found a reset landing between the Negotiate Request's
+     * arrival and the posting of the receives of 3.1.5.9, a window this sweep cannot aim at; its
+     * inputs {@code crash-negotiation-after-posting-failed*} replay it.)
+     */
+    @Test
+    void negotiation_connectionResetAtEachStep_endsCleanly() throws Exception {
+        for (int step = 1; step <= 8; step++) {
+            try (Fixture f = new Fixture()) {
+                RdmaProvider faulty = f.provider(java.util.Map.of("faults.disconnectAfterOperations", step));
+                RdmaProvider peer = f.provider();
+                SmbDirectTransport t = f.transport(SmbDirectConfig.defaults(), faulty);
+                SmbDirectListener l = t.listen(f.anyAddress(faulty), upper);
+                RawPeer raw;
+                try {
+                    raw = RawPeer.connect(peer, l.localAddress(), null, 8);
+                } catch (AssertionError refused) {
+                    assertEquals(0, t.internalErrors(), "step " + step);
+                    continue;
+                }
+                try (RawPeer p = raw) {
+                    try {
+                        p.send(RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
+                    } catch (org.smbdirect.rdma.RdmaException gone) {
+                        // reset before the request could be sent
+                    }
+                    // Either the reset ends the connection or, past the negotiation's operations,
+                    // the response arrives; closing then ends it normally.
+                    Fixture.await(() -> p.isEnded() || p.queued() > 0 ? Boolean.TRUE : null);
+                }
+                Fixture.await(() -> t.connectionCount() == 0 ? Boolean.TRUE : null);
+                assertEquals(0, t.internalErrors(), "step " + step);
+            }
+        }
+    }
+
     // ------------------------------------------------------------ section 6
 
     /** 6.1: the initiator leads its private data with the IRD/ORD Negotiate Header. */

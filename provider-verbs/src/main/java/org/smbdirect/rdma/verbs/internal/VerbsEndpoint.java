@@ -1,0 +1,1683 @@
+package org.smbdirect.rdma.verbs.internal;
+
+import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+import org.smbdirect.rdma.Access;
+import org.smbdirect.rdma.ConnectionListener;
+import org.smbdirect.rdma.Endpoint;
+import org.smbdirect.rdma.EndpointOptions;
+import org.smbdirect.rdma.EndpointState;
+import org.smbdirect.rdma.MemoryRegion;
+import org.smbdirect.rdma.OperationType;
+import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.RequestFlags;
+import org.smbdirect.rdma.Sge;
+
+import com.ibm.disni.verbs.IbvPd;
+import com.ibm.disni.verbs.impl.NatObject;
+
+/**
+ * An endpoint: an rdma_cm identifier with a reliable-connection queue pair in its own protection
+ * domain (allocated through DiSNI).
+ *
+ * <p>Work requests: every send-queue request is signaled, so that each one completes exactly once
+ * and its slot is released by its own completion; a successful {@link RequestFlags#SILENT_SUCCESS}
+ * request is simply not reported. The request context, kind and length of each request are kept
+ * in rings indexed by the sequence number carried in the verbs work request id, whose upper half
+ * is this endpoint's id.
+ *
+ * <p>Connection events arrive on the provider's connection thread and are delivered there.
+ */
+final class VerbsEndpoint implements Endpoint {
+    /** Send-queue slots kept for memory window binds on top of the consumer's depth. */
+    static final int BIND_RESERVE = 32;
+    private static final long RECV_BIT = 1L << 31;
+    private static final long SEQ_MASK = RECV_BIT - 1;
+    private static final byte F_SILENT = 1;
+    private static final byte F_INTERNAL = 2;
+    /** Never handed to the device: completes INVALID_TOKEN in order, then ends the connection. */
+    private static final byte F_SYNTHETIC_INVALID = 4;
+    /** Never handed to the device: posted after a synthetic failure, completes FLUSHED. */
+    private static final byte F_SYNTHETIC_FLUSH = 8;
+    private static final byte F_SYNTHETIC = F_SYNTHETIC_INVALID | F_SYNTHETIC_FLUSH;
+    private static final byte[] NONE = new byte[0];
+    /** rdma_cm reject reason of InfiniBand/RoCE when nobody listens (IB_CM_REJ_INVALID_SERVICE_ID). */
+    private static final int REJ_INVALID_SERVICE_ID = 8;
+    private static final int ETIMEDOUT = 110;
+    private static final int ECONNREFUSED = 111;
+
+    final VerbsProvider provider;
+    final int id;
+    final long serial;
+    private final boolean active;
+    private final EndpointOptions options;
+    private final ConnectionListener listener;
+    final VerbsCompletionQueue sendCq;
+    final VerbsCompletionQueue recvCq;
+    private final VerbsConnectionRequest request;
+
+    final long cmId;
+    private final IbvPd pd;
+    private final long pdPtr;
+    final long qp;
+    private final int sqSize;
+
+    private final Object lock = new Object();
+    private volatile EndpointState state = EndpointState.IDLE;
+    private boolean began;
+    private volatile boolean closeRequested;
+    private boolean closeRequestedDuringConnect;
+    private boolean terminalDelivered;
+    private boolean disconnectIssued;
+    /**
+     * Guards the native objects against use after destruction: every native call on them holds the
+     * read lock and checks the flags below, which are set under the write lock.
+     */
+    private final ReentrantReadWriteLock nativeLock = new ReentrantReadWriteLock();
+    /** The protection domain, registrations and (if owned) the identifier are destroyed. */
+    private volatile boolean nativeReleased;
+    /** The queue pair is destroyed. */
+    private volatile boolean qpReleased;
+    /** The identifier must not be used any more (destroyed, or left to the request to destroy). */
+    private volatile boolean idReleased;
+    private boolean releaseStarted;
+    private boolean ownsCmId;
+    private RdmaStatus failure;
+    private String failureReason;
+    private byte[] peerPrivateData = NONE;
+    private int ird;
+    private int ord;
+    private volatile InetSocketAddress localAddress;
+    private volatile InetSocketAddress remoteAddress;
+    private volatile Object attachment;
+    private byte[] connectPrivateData;
+    private int connectIrd;
+    private int connectOrd;
+    private final List<VerbsMemoryRegion> pendingBinds = new ArrayList<>();
+    private final Set<VerbsMemoryRegion> regions = ConcurrentHashMap.newKeySet();
+    private final ConcurrentHashMap<Integer, VerbsMemoryRegion> byToken = new ConcurrentHashMap<>();
+
+    private final Object sendLock = new Object();
+    private final Object[] sendContext;
+    private final byte[] sendOp;
+    private final byte[] sendFlag;
+    private final int[] sendBytes;
+    private final VerbsMemoryRegion[] sendRegion;
+    /** Number of send-queue requests ever posted; written under sendLock. */
+    private volatile long sendSeq;
+    /** Number of send-queue requests completed; under the send completion queue's lock. */
+    private long sendCompleted;
+    /** A request failed before reaching the device: later ones are flushed without reaching it. */
+    private boolean doomed;
+    private final AtomicInteger consumerSends = new AtomicInteger();
+    private final AtomicInteger internalSends = new AtomicInteger();
+    private final ByteBuffer sendRecord;
+    private final long sendRecordAddress;
+    private final ByteBuffer inlineData;
+    private final long inlineAddress;
+
+    private final Object recvLock = new Object();
+    private final Object[] recvContext;
+    /** The region, or regions, each outstanding receive names. */
+    private final Object[] recvRegions;
+    private long recvSeq;
+    private final AtomicInteger receives = new AtomicInteger();
+    private final ByteBuffer recvRecord;
+    private final long recvRecordAddress;
+
+    VerbsEndpoint(VerbsProvider provider, int id, long serial, long cmId, boolean ownsCmId, EndpointOptions options,
+            ConnectionListener listener, VerbsConnectionRequest request) throws RdmaException {
+        this.provider = provider;
+        this.id = id;
+        this.serial = serial;
+        this.cmId = cmId;
+        this.ownsCmId = ownsCmId;
+        this.active = request == null;
+        this.options = options;
+        this.listener = listener;
+        this.request = request;
+        this.sendCq = (VerbsCompletionQueue) options.sendQueue();
+        this.recvCq = (VerbsCompletionQueue) options.receiveQueue();
+        int reserve = provider.memoryWindows ? BIND_RESERVE : 0;
+        this.sqSize = options.sendQueueDepth() + reserve;
+        this.sendContext = new Object[sqSize];
+        this.sendOp = new byte[sqSize];
+        this.sendFlag = new byte[sqSize];
+        this.sendBytes = new int[sqSize];
+        this.sendRegion = new VerbsMemoryRegion[sqSize];
+        this.recvContext = new Object[options.receiveQueueDepth()];
+        this.recvRegions = new Object[options.receiveQueueDepth()];
+        this.sendRecord = direct(VerbsNative.WR_SGE + VerbsNative.SGE_SIZE * Math.max(1, options.maxSendSge()));
+        this.sendRecordAddress = VerbsNative.bufferAddress(sendRecord);
+        this.recvRecord = direct(VerbsNative.RECV_SGE + VerbsNative.SGE_SIZE * options.maxReceiveSge());
+        this.recvRecordAddress = VerbsNative.bufferAddress(recvRecord);
+        this.inlineData = direct(Math.max(1, options.inlineThreshold()));
+        this.inlineAddress = VerbsNative.bufferAddress(inlineData);
+
+        boolean sendAttached = false;
+        boolean recvAttached = false;
+        IbvPd pd0 = null;
+        try {
+            sendCq.attach(this, sqSize);
+            sendAttached = true;
+            recvCq.attach(this, options.receiveQueueDepth());
+            recvAttached = true;
+            pd0 = provider.context.allocPd();
+            if (pd0 == null) {
+                throw new RdmaException(RdmaStatus.DEVICE_ERROR, "ibv_alloc_pd failed");
+            }
+            long pdp = ((NatObject) pd0).getObjId();
+            int[] caps = new int[5];
+            this.qp = VerbsNative.createQp(cmId, pdp, sendCq.cqPtr, recvCq.cqPtr, sqSize,
+                    options.receiveQueueDepth(), options.maxSendSge(), options.maxReceiveSge(),
+                    options.inlineThreshold(), caps);
+            this.pd = pd0;
+            this.pdPtr = pdp;
+        } catch (RdmaException | RuntimeException e) {
+            undo(pd0, sendAttached, recvAttached);
+            throw e;
+        } catch (java.io.IOException e) {
+            undo(pd0, sendAttached, recvAttached);
+            throw e instanceof NativeException ? ((NativeException) e).toRdmaException("creating an endpoint")
+                    : new RdmaException(RdmaStatus.DEVICE_ERROR, "creating an endpoint: " + e.getMessage(), e);
+        }
+    }
+
+    private void undo(IbvPd pd0, boolean sendAttached, boolean recvAttached) {
+        if (pd0 != null) {
+            try {
+                pd0.deallocPd();
+            } catch (Exception e) {
+                VerbsProvider.LOG.log(Level.WARNING, "ibv_dealloc_pd failed: " + e.getMessage());
+            }
+        }
+        if (sendAttached) {
+            sendCq.detach(this, sqSize);
+        }
+        if (recvAttached) {
+            recvCq.detach(this, options.receiveQueueDepth());
+        }
+    }
+
+    private static ByteBuffer direct(int size) {
+        return ByteBuffer.allocateDirect(size).order(ByteOrder.nativeOrder());
+    }
+
+    // ================================================================== connection service
+
+    @Override
+    public RdmaProvider provider() {
+        return provider;
+    }
+
+    @Override
+    public EndpointOptions options() {
+        return options;
+    }
+
+    @Override
+    public EndpointState state() {
+        return state;
+    }
+
+    boolean isClosed() {
+        return state == EndpointState.CLOSED;
+    }
+
+    @Override
+    public void connect(InetSocketAddress remote, byte[] privateData, int ird, int ord) throws RdmaException {
+        if (remote == null || remote.isUnresolved() || !(remote.getAddress() instanceof java.net.Inet4Address)) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "remote must be a resolved IPv4 socket address, was "
+                    + remote);
+        }
+        checkConnectionParameters(provider, privateData, ird, ord);
+        synchronized (lock) {
+            if (!active || state != EndpointState.IDLE) {
+                throw new RdmaException(RdmaStatus.INVALID_STATE, "connect needs an IDLE endpoint created by "
+                        + "RdmaProvider.createEndpoint; this one is " + state + (active ? "" : " and passive"));
+            }
+            state = EndpointState.CONNECTING;
+            began = true;
+            connectPrivateData = privateData == null ? null : privateData.clone();
+            connectIrd = ird;
+            connectOrd = ord;
+            remoteAddress = remote;
+        }
+        nativeLock.readLock().lock();
+        try {
+            if (idReleased) {
+                throw new NativeException("rdma_resolve_addr", 22, "the endpoint was released");
+            }
+            VerbsNative.resolveAddr(cmId, remote.getAddress().getAddress(), remote.getPort(),
+                    provider.settings.resolveTimeoutMillis);
+        } catch (NativeException e) {
+            provider.cmLoop.execute(() -> attemptFailed(e.status() == RdmaStatus.INVALID_PARAMETER
+                    ? RdmaStatus.UNREACHABLE : e.status(), "cannot reach " + remote + ": " + e.getMessage()));
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+        provider.cmLoop.schedule(provider.settings.resolveTimeoutMillis * 2L + 60_000L, this::connectDeadline);
+    }
+
+    static void checkConnectionParameters(VerbsProvider provider, byte[] privateData, int ird, int ord)
+            throws RdmaException {
+        int max = provider.capabilities().maxPrivateData();
+        if (privateData != null && privateData.length > max) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "private data of " + privateData.length
+                    + " bytes exceeds the " + max + " bytes " + provider.name() + " can carry");
+        }
+        if (ird < 0 || ird > provider.capabilities().maxIrd()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "ird " + ird + " is outside 0.."
+                    + provider.capabilities().maxIrd());
+        }
+        if (ord < 0 || ord > provider.capabilities().maxOrd()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "ord " + ord + " is outside 0.."
+                    + provider.capabilities().maxOrd());
+        }
+    }
+
+    /** Passive side: the consumer accepted the request this endpoint was created for. */
+    void accepted(byte[] privateData, int ird, int ord) throws RdmaException {
+        synchronized (lock) {
+            if (state != EndpointState.IDLE) {
+                throw new RdmaException(RdmaStatus.INVALID_STATE, "the endpoint is " + state + ", not IDLE");
+            }
+            state = EndpointState.CONNECTING;
+            began = true;
+            this.ird = ird;
+            this.ord = ord;
+            this.peerPrivateData = request.peerPrivateData();
+            this.localAddress = request.localAddress();
+            this.remoteAddress = request.remoteAddress();
+            ownsCmId = true;
+        }
+        nativeLock.readLock().lock();
+        try {
+            if (idReleased || qpReleased) {
+                throw new NativeException("rdma_accept", 22, "the endpoint was released");
+            }
+            VerbsNative.accept(cmId, privateData, ird, ord, 0);
+        } catch (NativeException e) {
+            provider.cmLoop.execute(() -> attemptFailed(e.status(), "accepting failed: " + e.getMessage()));
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Passive side: the request was rejected or expired before it was accepted; no events follow.
+     * The request destroys the identifier next, which must not keep the queue pair.
+     */
+    void requestAbandoned() {
+        synchronized (lock) {
+            if (state == EndpointState.IDLE) {
+                state = EndpointState.DISCONNECTED;
+            }
+            terminalDelivered = true;
+        }
+        qpToErrorQuietly();
+        sendCq.reap();
+        recvCq.reap();
+        nativeLock.writeLock().lock();
+        try {
+            idReleased = true;
+            if (!qpReleased) {
+                qpReleased = true;
+                VerbsNative.destroyQp(cmId);
+            }
+        } finally {
+            nativeLock.writeLock().unlock();
+        }
+        scheduleRelease();
+    }
+
+    /** Moves the queue pair to the error state (flushing it), unless it is gone. */
+    private void qpToErrorQuietly() {
+        nativeLock.readLock().lock();
+        try {
+            if (!qpReleased) {
+                VerbsNative.qpToError(qp);
+            }
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.DEBUG, e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    /** rdma_disconnect, unless the identifier is gone; {@code false} when it failed or was gone. */
+    private boolean disconnectQuietly() {
+        nativeLock.readLock().lock();
+        try {
+            if (idReleased) {
+                return false;
+            }
+            VerbsNative.disconnect(cmId);
+            return true;
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.DEBUG, "rdma_disconnect: " + e.getMessage());
+            return false;
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    @Override
+    public byte[] peerPrivateData() {
+        synchronized (lock) {
+            return peerPrivateData.clone();
+        }
+    }
+
+    @Override
+    public int ird() {
+        synchronized (lock) {
+            return ird;
+        }
+    }
+
+    @Override
+    public int ord() {
+        synchronized (lock) {
+            return ord;
+        }
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return localAddress;
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return remoteAddress;
+    }
+
+    @Override
+    public void disconnect() {
+        boolean now = false;
+        synchronized (lock) {
+            if (state == EndpointState.CONNECTED && !disconnectIssued) {
+                disconnectIssued = true;
+                now = true;
+            } else if (state == EndpointState.CONNECTING) {
+                // rdma_cm cannot withdraw an attempt: end it as soon as it has an outcome.
+                closeRequestedDuringConnect = true;
+            }
+        }
+        if (now) {
+            issueDisconnect();
+        }
+    }
+
+    private void issueDisconnect() {
+        if (!disconnectQuietly()) {
+            // The identifier is not connected (any more): end locally.
+            qpToErrorQuietly();
+            provider.cmLoop.execute(this::deliverTerminal);
+        }
+    }
+
+    @Override
+    public void close() {
+        EndpointState previous;
+        boolean disconnect = false;
+        boolean silent = false;
+        boolean unanswered;
+        synchronized (lock) {
+            if (state == EndpointState.CLOSED) {
+                return;
+            }
+            previous = state;
+            state = EndpointState.CLOSED;
+            closeRequested = true;
+            if (previous == EndpointState.CONNECTED && !disconnectIssued) {
+                disconnectIssued = true;
+                disconnect = true;
+            } else if (previous == EndpointState.CONNECTING) {
+                closeRequestedDuringConnect = true;
+            } else if (previous == EndpointState.IDLE) {
+                terminalDelivered = true;
+                silent = true;
+            }
+            unanswered = request != null && !ownsCmId;
+        }
+        // No remote access from now on (MS-SMBD 3.1.4.4 semantics of deregistration).
+        for (VerbsMemoryRegion r : regions) {
+            r.deregistered();
+            releaseWindow(r);
+        }
+        if (disconnect) {
+            issueDisconnect();
+        } else if (silent) {
+            qpToErrorQuietly();
+        }
+        if (unanswered) {
+            request.endpointClosed(this);
+        }
+        scheduleRelease();
+        provider.cmLoop.schedule(provider.settings.closeTimeoutMillis, this::forceRelease);
+    }
+
+    @Override
+    public void attach(Object attachment) {
+        this.attachment = attachment;
+    }
+
+    @Override
+    public Object attachment() {
+        return attachment;
+    }
+
+    // ------------------------------------------------------------------ rdma_cm events (connection thread)
+
+    void onAddressResolved() {
+        if (!stillConnecting()) {
+            return;
+        }
+        nativeLock.readLock().lock();
+        try {
+            if (!idReleased) {
+                VerbsNative.resolveRoute(cmId, provider.settings.resolveTimeoutMillis);
+            }
+        } catch (NativeException e) {
+            attemptFailed(RdmaStatus.UNREACHABLE, "route resolution failed: " + e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    void onRouteResolved() {
+        if (!stillConnecting()) {
+            return;
+        }
+        byte[] data;
+        int i;
+        int o;
+        synchronized (lock) {
+            data = connectPrivateData;
+            i = connectIrd;
+            o = connectOrd;
+            localAddress = address(false);
+        }
+        nativeLock.readLock().lock();
+        try {
+            if (!idReleased) {
+                // rnr_retry_count 0: a send without a posted receive fails at once (RECEIVER_NOT_READY).
+                VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, 0);
+            }
+        } catch (NativeException e) {
+            attemptFailed(e.status(), "rdma_connect failed: " + e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    /** Whether an active attempt should go on; ends it quietly when the consumer closed it meanwhile. */
+    private boolean stillConnecting() {
+        boolean end;
+        synchronized (lock) {
+            if (terminalDelivered) {
+                return false;
+            }
+            end = closeRequestedDuringConnect;
+        }
+        if (end) {
+            qpToErrorQuietly();
+            deliverTerminal();
+            return false;
+        }
+        return true;
+    }
+
+    void onEstablished(int responderResources, int initiatorDepth, byte[] privateData) {
+        synchronized (lock) {
+            if (terminalDelivered) {
+                return;
+            }
+            if (active) {
+                // Values from the local point of view: what the peer accepted with.
+                peerPrivateData = privateData;
+                ird = responderResources;
+                ord = initiatorDepth;
+            }
+            localAddress = address(false);
+            remoteAddress = address(true);
+        }
+        bindPendingWindows();
+        boolean abort;
+        synchronized (lock) {
+            if (terminalDelivered) {
+                return;
+            }
+            // Closed or failed while connecting: no onEstablished, end the connection now.
+            abort = closeRequestedDuringConnect || closeRequested || failure != null;
+            if (abort) {
+                disconnectIssued = true;
+            } else {
+                state = EndpointState.CONNECTED;
+            }
+        }
+        if (abort) {
+            issueDisconnect();
+            return;
+        }
+        try {
+            listener.onEstablished(this);
+        } catch (RuntimeException | Error e) {
+            VerbsProvider.LOG.log(Level.WARNING, "ConnectionListener.onEstablished threw", e);
+        }
+    }
+
+    /** Binds the windows of regions registered before the connection existed, before anyone can post. */
+    private void bindPendingWindows() {
+        while (true) {
+            List<VerbsMemoryRegion> batch;
+            synchronized (lock) {
+                if (pendingBinds.isEmpty()) {
+                    return;
+                }
+                batch = new ArrayList<>(pendingBinds);
+                pendingBinds.clear();
+            }
+            for (VerbsMemoryRegion r : batch) {
+                if (r.state() != VerbsMemoryRegion.VALID) {
+                    continue;
+                }
+                try {
+                    bind(r);
+                } catch (RdmaException e) {
+                    r.invalidated();
+                    requestFailed(e.status(), "binding a memory window failed: " + e.getMessage());
+                }
+            }
+        }
+    }
+
+    void onRejected(int status, byte[] privateData) {
+        synchronized (lock) {
+            peerPrivateData = privateData;
+        }
+        String why = status == REJ_INVALID_SERVICE_ID || status == -ECONNREFUSED
+                ? "nobody listens at " + remoteAddress : "the peer rejected the connection (reject reason " + status + ")";
+        attemptFailed(RdmaStatus.CONNECTION_REFUSED, why);
+    }
+
+    void onAttemptError(int type, int status) {
+        RdmaStatus st;
+        String what;
+        switch (type) {
+            case VerbsProvider.CM_ADDR_ERROR:
+                st = status == -ETIMEDOUT ? RdmaStatus.TIMEOUT : RdmaStatus.UNREACHABLE;
+                what = "address resolution failed";
+                break;
+            case VerbsProvider.CM_ROUTE_ERROR:
+                st = status == -ETIMEDOUT ? RdmaStatus.TIMEOUT : RdmaStatus.UNREACHABLE;
+                what = "route resolution failed";
+                break;
+            case VerbsProvider.CM_UNREACHABLE:
+                st = status == -ETIMEDOUT ? RdmaStatus.TIMEOUT : RdmaStatus.UNREACHABLE;
+                what = "the peer did not answer";
+                break;
+            default:
+                st = RdmaStatus.CONNECTION_RESET;
+                what = "the connection could not be established";
+                break;
+        }
+        attemptFailed(st, what + " (rdma_cm status " + status + ")" + (remoteAddress != null ? ", peer "
+                + remoteAddress : ""));
+    }
+
+    /** A connection attempt failed before it was established. Connection thread. */
+    void attemptFailed(RdmaStatus status, String reason) {
+        synchronized (lock) {
+            if (terminalDelivered) {
+                return;
+            }
+            if (failure == null) {
+                failure = status;
+                failureReason = reason;
+            }
+        }
+        qpToErrorQuietly();
+        deliverTerminal();
+    }
+
+    void onDisconnected() {
+        // A request of ours that failed is often why the peer disconnected: learn of it first, so
+        // that the terminal event carries its status.
+        sendCq.reap();
+        recvCq.reap();
+        boolean complete;
+        synchronized (lock) {
+            complete = !disconnectIssued;
+            disconnectIssued = true;
+        }
+        if (complete) {
+            // The peer disconnected: answer its request and flush our queue pair.
+            disconnectQuietly();
+        }
+        qpToErrorQuietly();
+        deliverTerminal();
+    }
+
+    void onDeviceRemoval() {
+        synchronized (lock) {
+            if (failure == null) {
+                failure = RdmaStatus.DEVICE_ERROR;
+                failureReason = "the RDMA device " + provider.name() + " was removed";
+            }
+        }
+        deliverTerminal();
+    }
+
+    /** Delivers the one terminal event, if the endpoint began connecting. Connection thread. */
+    void deliverTerminal() {
+        RdmaStatus status;
+        String reason;
+        boolean deliver;
+        synchronized (lock) {
+            if (terminalDelivered) {
+                return;
+            }
+            terminalDelivered = true;
+            if (state != EndpointState.CLOSED) {
+                state = EndpointState.DISCONNECTED;
+            }
+            status = failure;
+            reason = failureReason;
+            deliver = began;
+        }
+        if (deliver) {
+            try {
+                if (status == null) {
+                    listener.onDisconnected(this);
+                } else {
+                    listener.onError(this, status, reason);
+                }
+            } catch (RuntimeException | Error e) {
+                VerbsProvider.LOG.log(Level.WARNING, "ConnectionListener threw", e);
+            }
+        }
+        scheduleRelease();
+    }
+
+    /** The attempt neither succeeded nor failed in time (rdma_cm gave no event). */
+    private void connectDeadline() {
+        boolean stuck;
+        synchronized (lock) {
+            stuck = state == EndpointState.CONNECTING && !terminalDelivered;
+        }
+        if (stuck) {
+            attemptFailed(RdmaStatus.TIMEOUT, "no answer from " + remoteAddress);
+        }
+    }
+
+    /** Provider shutdown: end the connection now. */
+    void shutdown() {
+        boolean disconnect;
+        synchronized (lock) {
+            disconnect = state == EndpointState.CONNECTED && !disconnectIssued;
+            if (disconnect) {
+                disconnectIssued = true;
+            }
+        }
+        if (disconnect) {
+            disconnectQuietly();
+        }
+        qpToErrorQuietly();
+    }
+
+    /** A request failed: the connection ends with this status (the first failure wins). */
+    void requestFailed(RdmaStatus status, String reason) {
+        boolean disconnect = false;
+        synchronized (lock) {
+            if (terminalDelivered) {
+                return;
+            }
+            if (failure == null) {
+                failure = status;
+                failureReason = reason;
+            }
+            if (state == EndpointState.CONNECTED && !disconnectIssued) {
+                disconnectIssued = true;
+                disconnect = true;
+            }
+        }
+        if (disconnect) {
+            provider.cmLoop.execute(this::issueDisconnect);
+        }
+    }
+
+    private InetSocketAddress address(boolean remote) {
+        byte[] a;
+        nativeLock.readLock().lock();
+        try {
+            a = idReleased ? null : VerbsNative.address(cmId, remote);
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+        if (a == null) {
+            return null;
+        }
+        try {
+            byte[] ip = {a[0], a[1], a[2], a[3]};
+            int port = ((a[4] & 0xff) << 8) | (a[5] & 0xff);
+            return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+        } catch (UnknownHostException e) {
+            return null;
+        }
+    }
+
+    // ------------------------------------------------------------------ release
+
+    private int outstanding() {
+        return consumerSends.get() + internalSends.get() + receives.get();
+    }
+
+    private void scheduleRelease() {
+        provider.cmLoop.execute(this::tryRelease);
+    }
+
+    private void tryRelease() {
+        synchronized (lock) {
+            if (releaseStarted || !closeRequested || !terminalDelivered) {
+                return;
+            }
+        }
+        if (outstanding() > 0) {
+            sendCq.reap();
+            recvCq.reap();
+            if (outstanding() > 0) {
+                return; // the last completion schedules another try; the close deadline forces it
+            }
+        }
+        releaseNative();
+    }
+
+    private void forceRelease() {
+        boolean terminal;
+        synchronized (lock) {
+            if (releaseStarted) {
+                return;
+            }
+            terminal = terminalDelivered;
+        }
+        if (!terminal) {
+            qpToErrorQuietly();
+            deliverTerminal();
+        }
+        sendCq.reap();
+        recvCq.reap();
+        releaseNative();
+    }
+
+    /** Destroys the queue pair, the registrations, the protection domain and the identifier. */
+    void releaseNative() {
+        boolean destroyId;
+        synchronized (lock) {
+            if (releaseStarted) {
+                return;
+            }
+            releaseStarted = true;
+            destroyId = ownsCmId;
+            terminalDelivered = true;
+            if (state != EndpointState.CLOSED) {
+                state = EndpointState.DISCONNECTED;
+            }
+        }
+        provider.unregister(this);
+        // No other lock is taken while holding the write lock: posting threads hold the send or
+        // receive lock and pollers the completion queue's lock when they ask for the read lock.
+        nativeLock.writeLock().lock();
+        try {
+            nativeReleased = true;
+            // Windows first: a bound type 2 window holds its queue pair (Soft-RoCE waits for such
+            // references when destroying the queue pair) and its memory region.
+            for (VerbsMemoryRegion r : regions) {
+                r.deregistered();
+                releaseWindow(r);
+            }
+            if (!qpReleased) {
+                qpReleased = true;
+                VerbsNative.destroyQp(cmId);
+            }
+            for (VerbsMemoryRegion r : regions) {
+                try {
+                    VerbsNative.deregMr(r.mr);
+                } catch (NativeException e) {
+                    VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+                }
+            }
+            regions.clear();
+            byToken.clear();
+            try {
+                pd.deallocPd();
+            } catch (Exception e) {
+                VerbsProvider.LOG.log(Level.WARNING, "ibv_dealloc_pd failed: " + e.getMessage());
+            }
+            if (destroyId && !idReleased) {
+                try {
+                    VerbsNative.destroyCmId(cmId);
+                } catch (NativeException e) {
+                    VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+                }
+            }
+            idReleased = true;
+        } finally {
+            nativeLock.writeLock().unlock();
+        }
+        sendCq.detach(this, sqSize);
+        recvCq.detach(this, options.receiveQueueDepth());
+    }
+
+    /** The request this passive endpoint was created for while it is still unanswered, else {@code null}. */
+    VerbsConnectionRequest unansweredRequest() {
+        synchronized (lock) {
+            if (request == null || ownsCmId) {
+                return null;
+            }
+        }
+        return request.isPending() ? request : null;
+    }
+
+    boolean isReleased() {
+        return nativeReleased;
+    }
+
+    /** Whether the endpoint will see no further connection event (it never began, or it ended). */
+    boolean isTerminated() {
+        synchronized (lock) {
+            return terminalDelivered || !began;
+        }
+    }
+
+    boolean isDrained() {
+        return outstanding() == 0;
+    }
+
+    /** Deallocates a region's memory window, revoking remote access through it. */
+    private void releaseWindow(VerbsMemoryRegion r) {
+        nativeLock.readLock().lock();
+        try {
+            if (r.takeWindow()) {
+                VerbsNative.deallocMw(r.mw);
+            }
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    // ================================================================== registration service
+
+    @Override
+    public MemoryRegion register(ByteBuffer buffer, int access) throws RdmaException {
+        if (buffer == null) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "buffer is null");
+        }
+        if (!buffer.isDirect()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a heap buffer cannot be registered: its memory may "
+                    + "move; use ByteBuffer.allocateDirect");
+        }
+        if ((access & ~Access.ALL) != 0) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "unknown access bits in " + Access.toString(access));
+        }
+        if ((access & Access.REMOTE_WRITE) != 0 && (access & Access.LOCAL_WRITE) == 0) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "REMOTE_WRITE requires LOCAL_WRITE");
+        }
+        int length = buffer.remaining();
+        if (length == 0) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "the buffer has no bytes between position and limit");
+        }
+        if (buffer.isReadOnly() && (access & (Access.LOCAL_WRITE | Access.REMOTE_WRITE)) != 0) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "write access to a read-only buffer");
+        }
+        if (length > provider.capabilities().maxRegionSize()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, length + " bytes exceed the largest region of "
+                    + provider.capabilities().maxRegionSize() + " bytes");
+        }
+        if ((access & Access.REMOTE_READ) != 0 && !provider.capabilities().rdmaRead()) {
+            throw new RdmaException(RdmaStatus.NOT_SUPPORTED, provider.name() + " has no RDMA Read");
+        }
+        checkRegistrationState();
+        long address = VerbsNative.bufferAddress(buffer) + buffer.position();
+        ByteBuffer view = buffer.duplicate().slice();
+        boolean remote = Access.isRemote(access);
+        boolean window = remote && provider.memoryWindows;
+        int mrAccess = (access & Access.LOCAL_WRITE) != 0 ? VerbsNative.ACCESS_LOCAL_WRITE : 0;
+        if (window) {
+            mrAccess |= VerbsNative.ACCESS_MW_BIND;
+        } else if (remote) {
+            mrAccess |= remoteAccessFlags(access);
+        }
+        int[] keys = new int[2];
+        long mr;
+        long mw = 0;
+        int token;
+        nativeLock.readLock().lock();
+        try {
+            if (nativeReleased) {
+                throw new RdmaException(RdmaStatus.INVALID_STATE, "cannot register memory: the endpoint was released");
+            }
+            try {
+                mr = VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
+            } catch (NativeException e) {
+                throw e.toRdmaException("registering " + length + " bytes");
+            }
+            token = remote ? keys[1] : keys[0];
+            if (window) {
+                int[] rkey = new int[1];
+                try {
+                    mw = VerbsNative.allocMw(pdPtr, rkey);
+                } catch (NativeException e) {
+                    deregQuietly(mr);
+                    throw e.toRdmaException("allocating a memory window");
+                }
+                token = provider.newWindowKey(rkey[0]);
+            }
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+        VerbsMemoryRegion region = new VerbsMemoryRegion(this, view, address, access, mr, keys[0], mw, token);
+        regions.add(region);
+        byToken.put(token, region);
+        if (window) {
+            boolean now;
+            synchronized (lock) {
+                now = state == EndpointState.CONNECTED;
+                if (!now && (state == EndpointState.IDLE || state == EndpointState.CONNECTING)) {
+                    pendingBinds.add(region);
+                } else if (!now) {
+                    discard(region);
+                    throw new RdmaException(RdmaStatus.INVALID_STATE, "the endpoint is " + state);
+                }
+            }
+            if (now) {
+                try {
+                    bind(region);
+                } catch (RdmaException e) {
+                    discard(region);
+                    throw e;
+                }
+            }
+        }
+        return region;
+    }
+
+    private void checkRegistrationState() throws RdmaException {
+        EndpointState s = state;
+        if (s == EndpointState.DISCONNECTED || s == EndpointState.CLOSED) {
+            throw new RdmaException(RdmaStatus.INVALID_STATE, "cannot register memory: the endpoint is " + s);
+        }
+    }
+
+    private static int remoteAccessFlags(int access) {
+        return ((access & Access.REMOTE_READ) != 0 ? VerbsNative.ACCESS_REMOTE_READ : 0)
+                | ((access & Access.REMOTE_WRITE) != 0 ? VerbsNative.ACCESS_REMOTE_WRITE : 0);
+    }
+
+    private void discard(VerbsMemoryRegion region) {
+        region.deregistered();
+        if (!regions.remove(region)) {
+            return; // released with the endpoint
+        }
+        byToken.remove(region.token, region);
+        releaseWindow(region);
+        nativeLock.readLock().lock();
+        try {
+            if (!nativeReleased) {
+                deregQuietly(region.mr);
+            }
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    private static void deregQuietly(long mr) {
+        try {
+            VerbsNative.deregMr(mr);
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+        }
+    }
+
+    /** Binds a region's memory window on the queue pair; waits briefly for a free bind slot. */
+    private void bind(VerbsMemoryRegion r) throws RdmaException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (true) {
+            synchronized (sendLock) {
+                if (internalSends.get() < BIND_RESERVE) {
+                    ByteBuffer rec = sendRecord;
+                    rec.putLong(VerbsNative.WR_BIND_MW, r.mw);
+                    rec.putLong(VerbsNative.WR_BIND_MR, r.mr);
+                    rec.putLong(VerbsNative.WR_BIND_ADDR, r.address);
+                    rec.putLong(VerbsNative.WR_BIND_LENGTH, r.length);
+                    rec.putInt(VerbsNative.WR_BIND_RKEY, r.token);
+                    rec.putInt(VerbsNative.WR_BIND_ACCESS, remoteAccessFlags(r.access));
+                    post(VerbsNative.OP_BIND_MW, null, F_INTERNAL, 0, r, 0, 0, 0, 0);
+                    return;
+                }
+            }
+            sendCq.reap();
+            if (System.nanoTime() - deadline > 0) {
+                throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, BIND_RESERVE
+                        + " memory window binds are still outstanding");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    @Override
+    public void deregister(MemoryRegion region) throws RdmaException {
+        VerbsMemoryRegion r = own(region, RdmaStatus.INVALID_PARAMETER);
+        synchronized (r) {
+            if (r.state() == VerbsMemoryRegion.DEREGISTERED && !regions.contains(r)) {
+                throw new RdmaException(RdmaStatus.INVALID_TOKEN, "the region is already deregistered");
+            }
+            if (!regions.remove(r)) {
+                throw new RdmaException(RdmaStatus.INVALID_TOKEN, "the region is already deregistered");
+            }
+            r.deregistered();
+        }
+        byToken.remove(r.token, r);
+        synchronized (lock) {
+            pendingBinds.remove(r);
+        }
+        releaseWindow(r);
+        nativeLock.readLock().lock();
+        try {
+            if (!nativeReleased) {
+                VerbsNative.deregMr(r.mr);
+            }
+        } catch (NativeException e) {
+            throw e.toRdmaException("deregistering");
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    private VerbsMemoryRegion own(MemoryRegion region, RdmaStatus otherwise) throws RdmaException {
+        if (!(region instanceof VerbsMemoryRegion) || ((VerbsMemoryRegion) region).endpoint != this) {
+            throw new RdmaException(otherwise, "the region " + region + " belongs to another endpoint");
+        }
+        return (VerbsMemoryRegion) region;
+    }
+
+    @Override
+    public void postInvalidate(Object context, MemoryRegion region, int flags) throws RdmaException {
+        checkFlags(flags, RequestFlags.SILENT_SUCCESS | RequestFlags.READ_FENCE | RequestFlags.DEFER, "invalidate");
+        if (!provider.memoryWindows) {
+            throw new RdmaException(RdmaStatus.NOT_SUPPORTED, provider.name() + " has no memory windows: tokens "
+                    + "cannot be invalidated");
+        }
+        VerbsMemoryRegion r = own(region, RdmaStatus.INVALID_PARAMETER);
+        if (!r.isRemote()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "the region was registered without remote access");
+        }
+        checkConnected();
+        // Learn of invalidations by the peer that already completed: invalidating a window twice
+        // must never reach the device.
+        recvCq.reap();
+        reserveConsumerSlot();
+        boolean posted = false;
+        try {
+            synchronized (sendLock) {
+                byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? F_SILENT : 0;
+                boolean valid;
+                synchronized (r) {
+                    valid = r.state() == VerbsMemoryRegion.VALID && r.mw != 0 && regions.contains(r);
+                }
+                if (valid) {
+                    post(VerbsNative.OP_LOCAL_INV, context, flag, sendFlags(flags), r, 0, 0, r.token, 0);
+                    r.invalidated();
+                } else {
+                    // Already invalid. Nothing is handed to the device (Soft-RoCE of Linux 6.1
+                    // dereferences a null pointer when asked to invalidate an unbound window): the
+                    // request completes INVALID_TOKEN in order with the others and ends the connection.
+                    postSynthetic(VerbsNative.OP_LOCAL_INV, context, F_SYNTHETIC_INVALID, r);
+                }
+                posted = true;
+            }
+        } finally {
+            if (!posted) {
+                consumerSends.decrementAndGet();
+            }
+        }
+    }
+
+    /** Queues a request that never reaches the device. sendLock held; the consumer slot is reserved. */
+    private void postSynthetic(int op, Object context, byte flag, VerbsMemoryRegion region) {
+        long seq = sendSeq;
+        int slot = (int) (seq % sqSize);
+        sendContext[slot] = context;
+        sendOp[slot] = (byte) op;
+        sendFlag[slot] = flag;
+        sendBytes[slot] = 0;
+        sendRegion[slot] = region;
+        doomed = true;
+        sendSeq = seq + 1;
+        sendCq.completeSynthetic(this);
+    }
+
+    /**
+     * Reports the synthetic requests that are next in line, in order. Under the send completion
+     * queue's lock.
+     */
+    void drainSynthetic(VerbsCompletionQueue cq) {
+        while (sendCompleted < sendSeq) {
+            int slot = (int) (sendCompleted % sqSize);
+            byte flag = sendFlag[slot];
+            if ((flag & F_SYNTHETIC) == 0) {
+                return;
+            }
+            VerbsCompletionQueue.Entry e = new VerbsCompletionQueue.Entry();
+            e.context = sendContext[slot];
+            e.endpoint = this;
+            e.type = type(sendOp[slot]);
+            e.status = (flag & F_SYNTHETIC_INVALID) != 0 ? RdmaStatus.INVALID_TOKEN : RdmaStatus.FLUSHED;
+            sendContext[slot] = null;
+            sendRegion[slot] = null;
+            sendCompleted++;
+            consumerSends.decrementAndGet();
+            if ((flag & F_SYNTHETIC_INVALID) != 0) {
+                requestFailed(RdmaStatus.INVALID_TOKEN, "a local invalidate named a token that was already "
+                        + "invalidated or deregistered");
+                qpToErrorQuietly();
+            }
+            cq.enqueueLocked(e);
+        }
+    }
+
+    // ================================================================== RDMA service
+
+    @Override
+    public void postReceive(Object context, Sge[] sgl, int count) throws RdmaException {
+        if (sgl == null || count < 1 || count > options.maxReceiveSge() || count > sgl.length) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a receive takes 1 to " + options.maxReceiveSge()
+                    + " elements, got " + count);
+        }
+        EndpointState s = state;
+        if (s == EndpointState.DISCONNECTED || s == EndpointState.CLOSED) {
+            throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the endpoint is " + s);
+        }
+        if (receives.get() >= recvContext.length) {
+            recvCq.reap();
+        }
+        synchronized (recvLock) {
+            if (receives.get() >= recvContext.length) {
+                throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, "the receive queue holds "
+                        + recvContext.length + " receives");
+            }
+            int n = 0;
+            Object named = null;
+            for (int i = 0; i < count; i++) {
+                VerbsMemoryRegion r = element(sgl[i], true);
+                named = i == 0 ? r : i == 1 ? new VerbsMemoryRegion[] {(VerbsMemoryRegion) named, r} : grow(named, r);
+                if (sgl[i].length() > 0) {
+                    putSge(recvRecord, VerbsNative.RECV_SGE + n * VerbsNative.SGE_SIZE, r.address + sgl[i].offset(),
+                            sgl[i].length(), r.lkey);
+                    n++;
+                }
+            }
+            long seq = recvSeq;
+            int slot = (int) (seq % recvContext.length);
+            recvRecord.putLong(VerbsNative.RECV_ID, ((long) id << 32) | RECV_BIT | slot);
+            recvRecord.putInt(VerbsNative.RECV_NUM_SGE, n);
+            recvContext[slot] = context;
+            recvRegions[slot] = named;
+            receives.incrementAndGet();
+            nativeLock.readLock().lock();
+            try {
+                if (qpReleased) {
+                    throw new NativeException("ibv_post_recv", 107, "the queue pair was released");
+                }
+                VerbsNative.postRecv(qp, recvRecordAddress);
+            } catch (NativeException e) {
+                recvContext[slot] = null;
+                recvRegions[slot] = null;
+                receives.decrementAndGet();
+                throw e.toRdmaException("posting a receive");
+            } finally {
+                nativeLock.readLock().unlock();
+            }
+            recvSeq = seq + 1;
+        }
+    }
+
+    @Override
+    public void postSend(Object context, Sge[] sgl, int count, int flags) throws RdmaException {
+        postData(VerbsNative.OP_SEND, context, sgl, count, flags, 0, 0, 0);
+    }
+
+    @Override
+    public void postSendAndInvalidate(Object context, Sge[] sgl, int count, int flags, int remoteToken)
+            throws RdmaException {
+        if (!provider.memoryWindows) {
+            throw new RdmaException(RdmaStatus.NOT_SUPPORTED, provider.name() + " cannot send with invalidate");
+        }
+        postData(VerbsNative.OP_SEND_INV, context, sgl, count, flags, 0, 0, remoteToken);
+    }
+
+    @Override
+    public void postRead(Object context, Sge[] sgl, int count, long remoteOffset, int remoteToken, int flags)
+            throws RdmaException {
+        if (!provider.capabilities().rdmaRead()) {
+            throw new RdmaException(RdmaStatus.NOT_SUPPORTED, provider.name() + " has no RDMA Read");
+        }
+        if (state == EndpointState.CONNECTED && ord() == 0) {
+            throw new RdmaException(RdmaStatus.INVALID_STATE, "the endpoint's ORD is 0: no RDMA Read can start");
+        }
+        postData(VerbsNative.OP_READ, context, sgl, count, flags, remoteOffset, remoteToken, 0);
+    }
+
+    @Override
+    public void postWrite(Object context, Sge[] sgl, int count, long remoteOffset, int remoteToken, int flags)
+            throws RdmaException {
+        postData(VerbsNative.OP_WRITE, context, sgl, count, flags, remoteOffset, remoteToken, 0);
+    }
+
+    private void postData(int op, Object context, Sge[] sgl, int count, int flags, long remoteOffset, int rkey,
+            int invalidate) throws RdmaException {
+        String what = opName(op);
+        int allowed;
+        switch (op) {
+            case VerbsNative.OP_READ:
+                allowed = RequestFlags.SILENT_SUCCESS | RequestFlags.READ_FENCE | RequestFlags.DEFER;
+                break;
+            case VerbsNative.OP_WRITE:
+                allowed = RequestFlags.ALL & ~RequestFlags.SOLICIT_EVENT;
+                break;
+            default:
+                allowed = RequestFlags.ALL;
+                break;
+        }
+        checkFlags(flags, allowed, what);
+        boolean inline = (flags & RequestFlags.INLINE) != 0;
+        int min = op == VerbsNative.OP_READ ? 1 : 0;
+        if (sgl == null && count > 0 || count < min || sgl != null && count > sgl.length
+                || !inline && count > options.maxSendSge()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a " + what + " takes " + min + " to "
+                    + options.maxSendSge() + " elements, got " + count);
+        }
+        checkConnected();
+        reserveConsumerSlot();
+        boolean posted = false;
+        try {
+            synchronized (sendLock) {
+                long total;
+                int n;
+                if (inline) {
+                    total = gatherInline(sgl, count);
+                    n = 0;
+                    if (total > 0) {
+                        putSge(sendRecord, VerbsNative.WR_SGE, inlineAddress, (int) total, 0);
+                        n = 1;
+                    }
+                } else {
+                    total = 0;
+                    n = 0;
+                    for (int i = 0; i < count; i++) {
+                        VerbsMemoryRegion r = element(sgl[i], op == VerbsNative.OP_READ);
+                        total += sgl[i].length();
+                        if (sgl[i].length() > 0) {
+                            putSge(sendRecord, VerbsNative.WR_SGE + n * VerbsNative.SGE_SIZE, r.address + sgl[i].offset(),
+                                    sgl[i].length(), r.lkey);
+                            n++;
+                        }
+                    }
+                    if (total > Integer.MAX_VALUE) {
+                        throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a request moves at most 2 GiB");
+                    }
+                }
+                byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? F_SILENT : 0;
+                post(op, context, flag, sendFlags(flags), null, remoteOffset, rkey, invalidate, n, (int) total);
+                posted = true;
+            }
+        } finally {
+            if (!posted) {
+                consumerSends.decrementAndGet();
+            }
+        }
+    }
+
+    /** Copies the bytes of an inline request into the inline buffer; returns their number. sendLock held. */
+    private long gatherInline(Sge[] sgl, int count) throws RdmaException {
+        long total = 0;
+        for (int i = 0; i < count; i++) {
+            Sge s = sgl[i];
+            if (s == null || (s.region() == null && s.inlineData() == null)) {
+                throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "element " + i + " is not set");
+            }
+            if (s.offset() < 0 || s.length() < 0) {
+                throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "element " + i + " has a negative offset or length");
+            }
+            total += s.length();
+        }
+        if (total > options.inlineThreshold()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, total + " bytes exceed the endpoint's inline threshold of "
+                    + options.inlineThreshold());
+        }
+        int at = 0;
+        for (int i = 0; i < count; i++) {
+            Sge s = sgl[i];
+            try {
+                if (s.region() != null) {
+                    VerbsMemoryRegion r = element(s, false);
+                    inlineData.put(at, r.buffer(), s.offset(), s.length());
+                } else {
+                    inlineData.put(at, s.inlineData(), s.offset(), s.length());
+                }
+            } catch (IndexOutOfBoundsException e) {
+                throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "element " + i + " lies outside its buffer");
+            }
+            at += s.length();
+        }
+        return total;
+    }
+
+    /** Checks one element naming registered memory and returns its region. */
+    private VerbsMemoryRegion element(Sge s, boolean writes) throws RdmaException {
+        if (s == null || (s.region() == null && s.inlineData() == null)) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "an element is not set");
+        }
+        if (s.region() == null) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "an element names unregistered memory; only "
+                    + "INLINE sends and writes may");
+        }
+        if (!(s.region() instanceof VerbsMemoryRegion) || ((VerbsMemoryRegion) s.region()).endpoint != this) {
+            throw new RdmaException(RdmaStatus.LOCAL_PROTECTION_ERROR, s + " names a region of another endpoint");
+        }
+        VerbsMemoryRegion r = (VerbsMemoryRegion) s.region();
+        if (r.state() != VerbsMemoryRegion.VALID) {
+            throw new RdmaException(RdmaStatus.INVALID_TOKEN, s + " names an invalidated or deregistered region");
+        }
+        if (s.offset() < 0 || s.length() < 0 || (long) s.offset() + s.length() > r.length) {
+            throw new RdmaException(RdmaStatus.LOCAL_PROTECTION_ERROR, s + " lies outside its region of " + r.length
+                    + " bytes");
+        }
+        if (writes && (r.access & Access.LOCAL_WRITE) == 0) {
+            throw new RdmaException(RdmaStatus.LOCAL_PROTECTION_ERROR, s + " names a region without LOCAL_WRITE");
+        }
+        return r;
+    }
+
+    private static Object grow(Object named, VerbsMemoryRegion r) {
+        VerbsMemoryRegion[] a = (VerbsMemoryRegion[]) named;
+        VerbsMemoryRegion[] b = java.util.Arrays.copyOf(a, a.length + 1);
+        b[a.length] = r;
+        return b;
+    }
+
+    private static boolean deregistered(Object named) {
+        if (named instanceof VerbsMemoryRegion) {
+            return ((VerbsMemoryRegion) named).state() == VerbsMemoryRegion.DEREGISTERED;
+        }
+        if (named instanceof VerbsMemoryRegion[]) {
+            for (VerbsMemoryRegion r : (VerbsMemoryRegion[]) named) {
+                if (r.state() == VerbsMemoryRegion.DEREGISTERED) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static void putSge(ByteBuffer record, int at, long address, int length, int lkey) {
+        record.putLong(at, address);
+        record.putInt(at + 8, length);
+        record.putInt(at + 12, lkey);
+    }
+
+    private static void checkFlags(int flags, int allowed, String what) throws RdmaException {
+        if ((flags & ~allowed) != 0) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "flags " + RequestFlags.toString(flags & ~allowed)
+                    + " are not valid on a " + what);
+        }
+    }
+
+    private static int sendFlags(int flags) {
+        int f = VerbsNative.SEND_SIGNALED;
+        if ((flags & RequestFlags.READ_FENCE) != 0) {
+            f |= VerbsNative.SEND_FENCE;
+        }
+        if ((flags & RequestFlags.SOLICIT_EVENT) != 0) {
+            f |= VerbsNative.SEND_SOLICITED;
+        }
+        if ((flags & RequestFlags.INLINE) != 0) {
+            f |= VerbsNative.SEND_INLINE;
+        }
+        return f;
+    }
+
+    private void checkConnected() throws RdmaException {
+        EndpointState s = state;
+        if (s != EndpointState.CONNECTED) {
+            throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the endpoint is " + s);
+        }
+    }
+
+    /** Takes one of the consumer's send-queue slots, reaping completions once if none is free. */
+    private void reserveConsumerSlot() throws RdmaException {
+        int depth = options.sendQueueDepth();
+        for (int attempt = 0; attempt < 2; attempt++) {
+            int n = consumerSends.get();
+            while (n < depth) {
+                if (consumerSends.compareAndSet(n, n + 1)) {
+                    return;
+                }
+                n = consumerSends.get();
+            }
+            if (attempt == 0) {
+                sendCq.reap();
+            }
+        }
+        throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, "the send queue holds " + depth + " requests");
+    }
+
+    /**
+     * Fills the record's common fields and posts it. sendLock held; for consumer requests the slot
+     * was reserved by {@link #reserveConsumerSlot}.
+     */
+    private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
+            int rkey, int invalidate, int sges, int bytes) throws RdmaException {
+        boolean internal = (flag & F_INTERNAL) != 0;
+        if (doomed) {
+            if (internal) {
+                throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the connection is ending");
+            }
+            postSynthetic(op, context, F_SYNTHETIC_FLUSH, region);
+            return;
+        }
+        long seq = sendSeq;
+        int slot = (int) (seq % sqSize);
+        ByteBuffer rec = sendRecord;
+        rec.putLong(VerbsNative.WR_ID, ((long) id << 32) | slot);
+        rec.putInt(VerbsNative.WR_OPCODE, op);
+        rec.putInt(VerbsNative.WR_FLAGS, internal ? VerbsNative.SEND_SIGNALED : ibvFlags);
+        rec.putLong(VerbsNative.WR_REMOTE_ADDR, remoteOffset);
+        rec.putInt(VerbsNative.WR_RKEY, rkey);
+        rec.putInt(VerbsNative.WR_INVALIDATE, invalidate);
+        rec.putInt(VerbsNative.WR_NUM_SGE, sges);
+        sendContext[slot] = context;
+        sendOp[slot] = (byte) op;
+        sendFlag[slot] = flag;
+        sendBytes[slot] = bytes;
+        sendRegion[slot] = region;
+        if (internal) {
+            internalSends.incrementAndGet();
+        }
+        nativeLock.readLock().lock();
+        try {
+            if (qpReleased) {
+                throw new NativeException("ibv_post_send", 107, "the queue pair was released");
+            }
+            VerbsNative.postSend(qp, sendRecordAddress, 1);
+        } catch (NativeException e) {
+            sendContext[slot] = null;
+            sendRegion[slot] = null;
+            if (internal) {
+                internalSends.decrementAndGet();
+            }
+            throw e.toRdmaException("posting a " + opName(op));
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+        sendSeq = seq + 1;
+    }
+
+    private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
+            int rkey, int invalidate, int bytes) throws RdmaException {
+        post(op, context, flag, ibvFlags, region, remoteOffset, rkey, invalidate, 0, bytes);
+    }
+
+    private static String opName(int op) {
+        switch (op) {
+            case VerbsNative.OP_SEND:
+                return "send";
+            case VerbsNative.OP_SEND_INV:
+                return "send with invalidate";
+            case VerbsNative.OP_WRITE:
+                return "RDMA Write";
+            case VerbsNative.OP_READ:
+                return "RDMA Read";
+            case VerbsNative.OP_LOCAL_INV:
+                return "local invalidate";
+            default:
+                return "memory window bind";
+        }
+    }
+
+    private static OperationType type(int op) {
+        switch (op) {
+            case VerbsNative.OP_SEND:
+            case VerbsNative.OP_SEND_INV:
+                return OperationType.SEND;
+            case VerbsNative.OP_WRITE:
+                return OperationType.WRITE;
+            case VerbsNative.OP_READ:
+                return OperationType.READ;
+            default:
+                return OperationType.INVALIDATE;
+        }
+    }
+
+    // ------------------------------------------------------------------ completions (under the CQ's lock)
+
+    /**
+     * Accounts for one verbs work completion of this endpoint and queues what the consumer is to
+     * see on {@code cq}, the queue that polled it (under its lock).
+     */
+    void complete(long wrId, int wcStatus, int byteLen, int wcFlags, int invalidated, int vendorErr,
+            VerbsCompletionQueue.Entry out, VerbsCompletionQueue cq) {
+        int slot = (int) (wrId & SEQ_MASK);
+        if ((wrId & RECV_BIT) != 0) {
+            Object context = recvContext[slot];
+            Object named = recvRegions[slot];
+            recvContext[slot] = null;
+            recvRegions[slot] = null;
+            receives.decrementAndGet();
+            RdmaStatus status = WcStatus.map(wcStatus, OperationType.RECEIVE, provider.softRoce);
+            if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && deregistered(named)) {
+                // The consumer deregistered memory the receive named: devices report it in their
+                // own ways (Soft-RoCE as a malformed receive).
+                status = RdmaStatus.LOCAL_PROTECTION_ERROR;
+            }
+            String failure = status == RdmaStatus.SUCCESS || status == RdmaStatus.FLUSHED ? null
+                    : "a receive failed with " + WcStatus.name(wcStatus) + " (vendor error 0x"
+                            + Integer.toHexString(vendorErr) + ")";
+            out.tokenInvalidated = false;
+            out.token = 0;
+            if (status == RdmaStatus.SUCCESS && (wcFlags & provider.withInvalidateFlags) != 0) {
+                VerbsMemoryRegion r = byToken.get(invalidated);
+                if (r != null && r.isRemote() && r.state() == VerbsMemoryRegion.VALID) {
+                    r.invalidated();
+                    releaseWindow(r); // an invalidated window is never used again
+                    out.tokenInvalidated = true;
+                    out.token = invalidated;
+                } else {
+                    // NdkSendAndInvalidate: a token that is not a valid remote token of this
+                    // endpoint aborts the connection (some devices invalidate other windows).
+                    status = RdmaStatus.INVALID_TOKEN;
+                    failure = "the peer's send invalidated token 0x" + Integer.toHexString(invalidated)
+                            + ", which is not a valid remote token of this endpoint";
+                }
+            }
+            out.context = context;
+            out.endpoint = this;
+            out.type = OperationType.RECEIVE;
+            out.status = status;
+            out.bytes = status == RdmaStatus.SUCCESS ? byteLen : 0;
+            if (failure != null) {
+                requestFailed(status, failure);
+                if (status == RdmaStatus.INVALID_TOKEN) {
+                    qpToErrorQuietly();
+                }
+            }
+            cq.enqueueLocked(out);
+        } else {
+            Object context = sendContext[slot];
+            int op = sendOp[slot];
+            byte flag = sendFlag[slot];
+            int bytes = sendBytes[slot];
+            VerbsMemoryRegion region = sendRegion[slot];
+            sendContext[slot] = null;
+            sendRegion[slot] = null;
+            sendCompleted++;
+            RdmaStatus status = WcStatus.map(wcStatus, type(op), provider.softRoce);
+            if ((flag & F_INTERNAL) != 0) {
+                internalSends.decrementAndGet();
+                if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && region != null
+                        && region.state() != VerbsMemoryRegion.DEREGISTERED) {
+                    region.invalidated();
+                    requestFailed(RdmaStatus.DEVICE_ERROR, "binding a memory window failed with "
+                            + WcStatus.name(wcStatus));
+                }
+            } else {
+                consumerSends.decrementAndGet();
+                if (op == VerbsNative.OP_LOCAL_INV && status == RdmaStatus.SUCCESS && region != null) {
+                    releaseWindow(region); // an invalidated window is never used again
+                }
+                if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED) {
+                    requestFailed(status, "a " + opName(op) + " failed with " + WcStatus.name(wcStatus)
+                            + " (vendor error 0x" + Integer.toHexString(vendorErr) + ")");
+                }
+                if ((flag & F_SILENT) == 0 || status != RdmaStatus.SUCCESS) {
+                    out.context = context;
+                    out.endpoint = this;
+                    out.type = type(op);
+                    out.status = status;
+                    out.bytes = status == RdmaStatus.SUCCESS ? bytes : 0;
+                    out.tokenInvalidated = false;
+                    out.token = 0;
+                    cq.enqueueLocked(out);
+                }
+            }
+            drainSynthetic(cq);
+        }
+        if (closeRequested && outstanding() == 0) {
+            scheduleRelease();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "VerbsEndpoint[" + provider.name() + " #" + id + ", " + state + ", " + localAddress + " -> "
+                + remoteAddress + "]";
+    }
+}

@@ -1,0 +1,250 @@
+package org.smbdirect.rdma.verbs.device;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.smbdirect.rdma.Access;
+import org.smbdirect.rdma.CompletionResult;
+import org.smbdirect.rdma.EndpointState;
+import org.smbdirect.rdma.MemoryRegion;
+import org.smbdirect.rdma.OperationType;
+import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.RequestFlags;
+import org.smbdirect.rdma.Sge;
+
+/** The RDMA service over a device: sends into receives, RDMA Read and Write with rights and bounds. */
+class DataTransferDeviceTest {
+    private Fixture f;
+
+    @BeforeEach
+    void open() throws Exception {
+        f = new Fixture();
+    }
+
+    @AfterEach
+    void close() {
+        f.close();
+    }
+
+    private static void put(MemoryRegion r, int offset, String text) {
+        r.buffer().put(offset, text.getBytes(StandardCharsets.US_ASCII));
+    }
+
+    private static String get(MemoryRegion r, int offset, int length) {
+        byte[] b = new byte[length];
+        r.buffer().get(offset, b);
+        return new String(b, StandardCharsets.US_ASCII);
+    }
+
+    @Test
+    void send_gatheredIntoScatteredReceive_bytesAndContextsInPostingOrder() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion rx = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE);
+        p.server.postReceive("first", new Sge[] {Sge.of(rx, 0, 4), Sge.of(rx, 10, 16)}, 2);
+        p.server.postReceive("second", new Sge[] {Sge.of(rx, 32, 32)}, 1);
+        MemoryRegion tx = p.client.register(Fixture.direct(64), 0);
+        put(tx, 0, "abcdefgh");
+        put(tx, 40, "XYZ");
+        p.client.postSend("s1", new Sge[] {Sge.of(tx, 0, 8), Sge.of(tx, 40, 3)}, 2, RequestFlags.NONE);
+        p.client.postSend("s2", new Sge[0], 0, RequestFlags.NONE);
+        List<CompletionResult> sent = p.clientCq.take(2, Fixture.TIMEOUT);
+        assertEquals("s1", sent.get(0).requestContext());
+        assertEquals(OperationType.SEND, sent.get(0).type());
+        assertEquals(RdmaStatus.SUCCESS, sent.get(0).status());
+        assertEquals(11, sent.get(0).bytesTransferred());
+        assertSame(p.client, sent.get(0).endpoint());
+        assertEquals("s2", sent.get(1).requestContext());
+        assertEquals(0, sent.get(1).bytesTransferred());
+        List<CompletionResult> received = p.serverCq.take(2, Fixture.TIMEOUT);
+        assertEquals("first", received.get(0).requestContext());
+        assertEquals(OperationType.RECEIVE, received.get(0).type());
+        assertEquals(11, received.get(0).bytesTransferred());
+        assertEquals("abcd", get(rx, 0, 4));
+        assertEquals("efghXYZ", get(rx, 10, 7));
+        assertEquals("second", received.get(1).requestContext());
+        assertEquals(0, received.get(1).bytesTransferred(), "an empty message fills a receive with nothing");
+        assertFalse(received.get(0).solicited());
+    }
+
+    @Test
+    void send_longerThanReceive_receiveLengthErrorSendRemoteInvalidRequestConnectionEnds() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion rx = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        p.server.postReceive("small", new Sge[] {Sge.of(rx, 0, 8)}, 1);
+        p.server.postReceive("flushed", new Sge[] {Sge.of(rx, 8, 8)}, 1);
+        MemoryRegion tx = p.client.register(Fixture.direct(64), 0);
+        p.client.postSend("big", new Sge[] {Sge.of(tx, 0, 64)}, 1, RequestFlags.NONE);
+        CompletionResult send = p.clientCq.one(Fixture.TIMEOUT);
+        List<CompletionResult> recv = p.serverCq.take(2, Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, send.status());
+        assertEquals(RdmaStatus.LOCAL_LENGTH_ERROR, recv.get(0).status());
+        assertEquals(RdmaStatus.FLUSHED, recv.get(1).status());
+        RecordingListener.Event c = p.clientEvents.next(Fixture.TIMEOUT);
+        RecordingListener.Event s = p.serverEvents.next(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.REMOTE_INVALID_REQUEST, c.status, c.toString());
+        assertEquals(RdmaStatus.LOCAL_LENGTH_ERROR, s.status, s.toString());
+    }
+
+    @Test
+    void send_withoutPostedReceive_receiverNotReady() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion tx = p.client.register(Fixture.direct(8), 0);
+        p.client.postSend("nobody", new Sge[] {Sge.of(tx)}, 1, RequestFlags.NONE);
+        CompletionResult c = p.clientCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.RECEIVER_NOT_READY, c.status());
+        RecordingListener.Event e = p.clientEvents.expect("ERROR", Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.RECEIVER_NOT_READY, e.status);
+        p.serverEvents.expect("DISCONNECTED", Fixture.TIMEOUT);
+    }
+
+    @Test
+    void rdmaWrite_intoRemoteWritableRegion_atItsRemoteOffset() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion target = p.server.register(Fixture.direct(4096), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        MemoryRegion src = p.client.register(Fixture.direct(4096), 0);
+        put(src, 100, "written by RDMA");
+        p.client.postWrite("w", new Sge[] {Sge.of(src, 100, 15)}, 1, target.remoteOffset() + 2000, target.token(),
+                RequestFlags.NONE);
+        CompletionResult c = p.clientCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.SUCCESS, c.status());
+        assertEquals(OperationType.WRITE, c.type());
+        assertEquals(15, c.bytesTransferred());
+        assertEquals("written by RDMA", get(target, 2000, 15));
+        p.serverCq.expectEmpty(50);
+    }
+
+    @Test
+    void rdmaRead_fromRemoteReadableRegion_intoScatteredElements() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion source = p.server.register(Fixture.direct(8192), Access.REMOTE_READ);
+        put(source, 8000, "0123456789");
+        MemoryRegion dst = p.client.register(Fixture.direct(64), Access.LOCAL_WRITE);
+        p.client.postRead("r", new Sge[] {Sge.of(dst, 0, 4), Sge.of(dst, 32, 6)}, 2, source.remoteOffset() + 8000,
+                source.token(), RequestFlags.NONE);
+        CompletionResult c = p.clientCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.SUCCESS, c.status());
+        assertEquals(OperationType.READ, c.type());
+        assertEquals(10, c.bytesTransferred());
+        assertEquals("0123", get(dst, 0, 4));
+        assertEquals("456789", get(dst, 32, 6));
+    }
+
+    @Test
+    void rdmaRead_pastTheEndOfTheRemoteRegion_remoteAccessErrorEndsConnection() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion source = p.server.register(Fixture.direct(100), Access.REMOTE_READ);
+        MemoryRegion dst = p.client.register(Fixture.direct(64), Access.LOCAL_WRITE);
+        p.client.postRead("r", new Sge[] {Sge.of(dst, 0, 10)}, 1, source.remoteOffset() + 95, source.token(),
+                RequestFlags.NONE);
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, p.clientCq.one(Fixture.TIMEOUT).status());
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, p.clientEvents.expect("ERROR", Fixture.TIMEOUT).status);
+    }
+
+    @Test
+    void rdmaWrite_toReadOnlyRemoteRegion_remoteAccessError() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion readOnly = p.server.register(Fixture.direct(100), Access.REMOTE_READ);
+        MemoryRegion src = p.client.register(Fixture.direct(8), 0);
+        p.client.postWrite("w", new Sge[] {Sge.of(src)}, 1, readOnly.remoteOffset(), readOnly.token(),
+                RequestFlags.NONE);
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, p.clientCq.one(Fixture.TIMEOUT).status());
+        assertEquals(0, readOnly.buffer().get(0), "nothing was written");
+    }
+
+    @Test
+    void rdmaRead_withATokenOfAnotherConnection_remoteAccessError() throws Exception {
+        Fixture.Pair p = f.connect();
+        Fixture.Pair q = f.connect();
+        MemoryRegion elsewhere = q.server.register(Fixture.direct(100), Access.REMOTE_READ);
+        MemoryRegion dst = p.client.register(Fixture.direct(100), Access.LOCAL_WRITE);
+        p.client.postRead("r", new Sge[] {Sge.of(dst)}, 1, elsewhere.remoteOffset(), elsewhere.token(),
+                RequestFlags.NONE);
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, p.clientCq.one(Fixture.TIMEOUT).status(),
+                "RFC 5042: a region is reachable only through its own connection");
+        assertEquals(EndpointState.CONNECTED, q.client.state(), "the other connection is unaffected");
+    }
+
+    @Test
+    void inlineSend_fromHeapMemory_copiedAtPostTime() throws Exception {
+        int inline = Math.min(64, f.provider.capabilities().inlineLimit());
+        Fixture.Pair p = f.connect(b -> b.inlineThreshold(inline));
+        MemoryRegion rx = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE);
+        p.server.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        ByteBuffer heap = ByteBuffer.wrap("inline!".getBytes(StandardCharsets.US_ASCII));
+        p.client.postSend("tx", new Sge[] {Sge.inline(heap)}, 1, RequestFlags.INLINE);
+        heap.put(0, (byte) 'X'); // the provider copied at post time
+        CompletionResult r = p.serverCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.SUCCESS, r.status());
+        assertEquals(7, r.bytesTransferred());
+        assertEquals("inline!", get(rx, 0, 7));
+    }
+
+    @Test
+    void inlineSend_longerThanThreshold_invalidParameter() throws Exception {
+        Fixture.Pair p = f.connect(b -> b.inlineThreshold(16));
+        RdmaException e = assertThrows(RdmaException.class, () -> p.client.postSend("tx",
+                new Sge[] {Sge.inline(ByteBuffer.allocate(17))}, 1, RequestFlags.INLINE));
+        assertEquals(RdmaStatus.INVALID_PARAMETER, e.status());
+        RdmaException e2 = assertThrows(RdmaException.class, () -> p.client.postSend("tx",
+                new Sge[] {Sge.inline(ByteBuffer.allocate(4))}, 1, RequestFlags.NONE));
+        assertEquals(RdmaStatus.INVALID_PARAMETER, e2.status(), "unregistered memory needs INLINE");
+    }
+
+    @Test
+    void silentSuccess_noCompletionButTheSlotIsReleased() throws Exception {
+        Fixture.Pair p = f.connect(b -> b.sendQueueDepth(2));
+        MemoryRegion rx = p.server.register(Fixture.direct(16 * 8), Access.LOCAL_WRITE);
+        for (int i = 0; i < 8; i++) {
+            p.server.postReceive(i, new Sge[] {Sge.of(rx, i * 8, 8)}, 1);
+        }
+        MemoryRegion tx = p.client.register(Fixture.direct(8), 0);
+        for (int i = 0; i < 6; i++) {
+            // a send queue of depth 2 takes 6 silent sends only if finished ones free their slots
+            postWithRetry(p, tx);
+        }
+        List<CompletionResult> received = p.serverCq.take(6, Fixture.TIMEOUT);
+        for (int i = 0; i < 6; i++) {
+            assertEquals(i, received.get(i).requestContext());
+            assertEquals(RdmaStatus.SUCCESS, received.get(i).status());
+        }
+        p.clientCq.expectEmpty(100);
+    }
+
+    private static void postWithRetry(Fixture.Pair p, MemoryRegion tx) throws Exception {
+        long deadline = System.nanoTime() + Fixture.TIMEOUT * 1_000_000L;
+        while (true) {
+            try {
+                p.client.postSend(null, new Sge[] {Sge.of(tx)}, 1, RequestFlags.SILENT_SUCCESS);
+                return;
+            } catch (RdmaException e) {
+                assertEquals(RdmaStatus.INSUFFICIENT_RESOURCES, e.status());
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(1);
+            }
+        }
+    }
+
+    @Test
+    void solicitedAndFencedSends_areDelivered() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion rx = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        p.server.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        MemoryRegion tx = p.client.register(Fixture.direct(16), 0);
+        p.client.postSend("tx", new Sge[] {Sge.of(tx)}, 1, RequestFlags.SOLICIT_EVENT | RequestFlags.READ_FENCE
+                | RequestFlags.DEFER);
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.one(Fixture.TIMEOUT).status());
+        assertEquals(16, p.serverCq.one(Fixture.TIMEOUT).bytesTransferred());
+    }
+}

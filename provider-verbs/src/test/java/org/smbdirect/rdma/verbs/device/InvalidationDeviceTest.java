@@ -1,0 +1,200 @@
+package org.smbdirect.rdma.verbs.device;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.HashSet;
+import java.util.Set;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.smbdirect.rdma.Access;
+import org.smbdirect.rdma.CompletionResult;
+import org.smbdirect.rdma.MemoryRegion;
+import org.smbdirect.rdma.OperationType;
+import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.RequestFlags;
+import org.smbdirect.rdma.Sge;
+
+/**
+ * Tokens and their invalidation: send with invalidate (NdkSendAndInvalidate), local invalidate,
+ * deregistration. Needs a device with type 2 memory windows (Soft-RoCE has them).
+ */
+class InvalidationDeviceTest {
+    private Fixture f;
+
+    @BeforeEach
+    void open() throws Exception {
+        f = new Fixture();
+        assumeTrue(f.provider.capabilities().remoteInvalidate(), f.provider.name() + " has no memory windows");
+    }
+
+    @AfterEach
+    void close() {
+        f.close();
+    }
+
+    private static CompletionResult read(Fixture.Pair p, MemoryRegion dst, MemoryRegion remote) throws Exception {
+        p.client.postRead("read", new Sge[] {Sge.of(dst, 0, 8)}, 1, remote.remoteOffset(), remote.token(),
+                RequestFlags.NONE);
+        return p.clientCq.one(Fixture.TIMEOUT);
+    }
+
+    /** NDKPI: the receive is reported by both forms; only the extended form names the token. */
+    @Test
+    void sendAndInvalidate_peersTokenInvalidated_reportedByTheExtendedResultsOnly() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion exposed = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE | Access.REMOTE_READ);
+        MemoryRegion rx = p.server.register(Fixture.direct(32), Access.LOCAL_WRITE);
+        p.server.postReceive("plain", new Sge[] {Sge.of(rx, 0, 16)}, 1);
+        p.server.postReceive("extended", new Sge[] {Sge.of(rx, 16, 16)}, 1);
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        assertEquals(RdmaStatus.SUCCESS, read(p, dst, exposed).status(), "the token works before");
+
+        MemoryRegion tx = p.client.register(Fixture.direct(8), 0);
+        p.client.postSendAndInvalidate("inv", new Sge[] {Sge.of(tx)}, 1, RequestFlags.NONE, exposed.token());
+        CompletionResult sent = p.clientCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.SUCCESS, sent.status());
+        assertEquals(OperationType.SEND, sent.type());
+        CompletionResult plain = p.serverCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.SUCCESS, plain.status());
+        assertFalse(plain.tokenInvalidated(), "GetCqResults does not report the token");
+        assertFalse(exposed.isValid(), "the token is invalidated all the same");
+
+        MemoryRegion second = p.server.register(Fixture.direct(64), Access.REMOTE_READ);
+        p.client.postSendAndInvalidate("inv2", new Sge[] {Sge.of(tx)}, 1, RequestFlags.NONE, second.token());
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.one(Fixture.TIMEOUT).status());
+        CompletionResult ex = p.serverCq.take(1, Fixture.TIMEOUT, true).get(0);
+        assertTrue(ex.tokenInvalidated());
+        assertEquals(second.token(), ex.invalidatedToken());
+
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, read(p, dst, exposed).status(), "the peer can no longer read");
+    }
+
+    @Test
+    void sendAndInvalidate_tokenThePeerDoesNotHave_receiverInvalidTokenSenderRemoteInvalidRequest() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion rx = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        p.server.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        MemoryRegion tx = p.client.register(Fixture.direct(8), 0);
+        MemoryRegion exposed = p.server.register(Fixture.direct(8), Access.REMOTE_READ);
+        int wrongKey = exposed.token() ^ 0x5a; // the window's index, another key: no token of the server's
+        p.client.postSendAndInvalidate("bad", new Sge[] {Sge.of(tx)}, 1, RequestFlags.NONE, wrongKey);
+        assertEquals(RdmaStatus.INVALID_TOKEN, p.serverCq.one(Fixture.TIMEOUT).status());
+        RecordingListener.Event s = p.serverEvents.expect("ERROR", Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.INVALID_TOKEN, s.status);
+        // The sender's status is the device's: a NAK gives REMOTE_INVALID_REQUEST; Soft-RoCE
+        // acknowledges the send and only the receiver fails (then disconnects).
+        CompletionResult send = p.clientCq.one(Fixture.TIMEOUT);
+        assertTrue(send.status() == RdmaStatus.REMOTE_INVALID_REQUEST || send.status() == RdmaStatus.SUCCESS,
+                send.toString());
+        RecordingListener.Event c = p.clientEvents.next(Fixture.TIMEOUT);
+        assertTrue(c.kind.equals("DISCONNECTED") || c.status == RdmaStatus.REMOTE_INVALID_REQUEST, c.toString());
+        assertTrue(exposed.isValid(), "a wrong key invalidates nothing");
+    }
+
+    @Test
+    void localInvalidate_tokenNoLongerUsableByThePeer_regionStaysRegistered() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion exposed = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        p.client.postWrite("w", new Sge[] {Sge.of(dst)}, 1, exposed.remoteOffset(), exposed.token(),
+                RequestFlags.NONE);
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.one(Fixture.TIMEOUT).status());
+        p.server.postInvalidate("inv", exposed, RequestFlags.NONE);
+        CompletionResult inv = p.serverCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.SUCCESS, inv.status());
+        assertEquals(OperationType.INVALIDATE, inv.type());
+        assertEquals("inv", inv.requestContext());
+        assertFalse(exposed.isValid());
+        p.client.postWrite("w2", new Sge[] {Sge.of(dst)}, 1, exposed.remoteOffset(), exposed.token(),
+                RequestFlags.NONE);
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, p.clientCq.one(Fixture.TIMEOUT).status());
+        p.server.deregister(exposed); // still registered until now
+    }
+
+    @Test
+    void localInvalidate_ofAnInvalidToken_completesInvalidTokenAndEndsTheConnection() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion exposed = p.server.register(Fixture.direct(64), Access.REMOTE_READ);
+        p.server.postInvalidate("first", exposed, RequestFlags.SILENT_SUCCESS);
+        p.server.postInvalidate("second", exposed, RequestFlags.NONE);
+        CompletionResult second = p.serverCq.one(Fixture.TIMEOUT);
+        assertEquals("second", second.requestContext(), "the silent success is not reported");
+        assertEquals(RdmaStatus.INVALID_TOKEN, second.status());
+        RecordingListener.Event e = p.serverEvents.expect("ERROR", Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.INVALID_TOKEN, e.status);
+        p.clientEvents.expect("DISCONNECTED", Fixture.TIMEOUT);
+    }
+
+    @Test
+    void localInvalidate_afterThePeerInvalidated_invalidToken() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion exposed = p.server.register(Fixture.direct(64), Access.REMOTE_READ);
+        MemoryRegion rx = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        p.server.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        MemoryRegion tx = p.client.register(Fixture.direct(8), 0);
+        p.client.postSendAndInvalidate("inv", new Sge[] {Sge.of(tx)}, 1, RequestFlags.NONE, exposed.token());
+        assertEquals(RdmaStatus.SUCCESS, p.serverCq.one(Fixture.TIMEOUT).status());
+        p.server.postInvalidate("again", exposed, RequestFlags.NONE);
+        assertEquals(RdmaStatus.INVALID_TOKEN, p.serverCq.one(Fixture.TIMEOUT).status());
+    }
+
+    @Test
+    void deregister_revokesRemoteAccessAtOnce_andTwiceIsInvalidToken() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion exposed = p.server.register(Fixture.direct(64), Access.REMOTE_READ);
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        p.server.deregister(exposed);
+        assertFalse(exposed.isValid());
+        RdmaException twice = assertThrows(RdmaException.class, () -> p.server.deregister(exposed));
+        assertEquals(RdmaStatus.INVALID_TOKEN, twice.status());
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, read(p, dst, exposed).status());
+    }
+
+    @Test
+    void regionsRegisteredBeforeConnecting_areUsableOnceConnected() throws Exception {
+        MemoryRegion[] early = new MemoryRegion[1];
+        Fixture.Pair p = f.connect(b -> b, b -> b, new Fixture.Setup() {
+            @Override
+            public void client(Fixture.Pair pair) {
+            }
+
+            @Override
+            public void server(Fixture.Pair pair) throws Exception {
+                early[0] = pair.server.register(Fixture.direct(32), Access.REMOTE_READ);
+                early[0].buffer().put(0, (byte) 77);
+            }
+        });
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        assertEquals(RdmaStatus.SUCCESS, read(p, dst, early[0]).status());
+        assertEquals(77, dst.buffer().get(0));
+    }
+
+    @Test
+    void tokens_ofRegionsRegisteredAtOnce_areDistinct() throws Exception {
+        Fixture.Pair p = f.connect();
+        Set<Integer> tokens = new HashSet<>();
+        for (int i = 0; i < 20; i++) {
+            MemoryRegion r = p.server.register(Fixture.direct(16), Access.REMOTE_READ);
+            assertTrue(tokens.add(r.token()), "token reused: 0x" + Integer.toHexString(r.token()));
+        }
+    }
+
+    @Test
+    void invalidate_regionWithoutRemoteAccessOrOfAnotherEndpoint_invalidParameter() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion local = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        MemoryRegion others = p.client.register(Fixture.direct(16), Access.REMOTE_READ);
+        assertEquals(RdmaStatus.INVALID_PARAMETER, assertThrows(RdmaException.class,
+                () -> p.server.postInvalidate(null, local, 0)).status());
+        assertEquals(RdmaStatus.INVALID_PARAMETER, assertThrows(RdmaException.class,
+                () -> p.server.postInvalidate(null, others, 0)).status());
+        p.serverCq.expectEmpty(50);
+    }
+}

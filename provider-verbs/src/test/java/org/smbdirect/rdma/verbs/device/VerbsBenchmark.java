@@ -1,0 +1,264 @@
+package org.smbdirect.rdma.verbs.device;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.smbdirect.rdma.Access;
+import org.smbdirect.rdma.CompletionQueue;
+import org.smbdirect.rdma.CompletionResult;
+import org.smbdirect.rdma.ConnectionRequest;
+import org.smbdirect.rdma.Endpoint;
+import org.smbdirect.rdma.EndpointOptions;
+import org.smbdirect.rdma.MemoryRegion;
+import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RdmaListener;
+import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.rdma.RdmaProviderFactory;
+import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.RequestFlags;
+import org.smbdirect.rdma.Sge;
+
+/**
+ * The operations perftest measures ({@code ib_write_bw}, {@code ib_read_bw}, {@code ib_send_bw},
+ * {@code ib_send_lat}), done through the verbs provider between two endpoints on one device, with
+ * perftest's defaults: 128 requests in flight, one buffer reused, busy polling, inline sends for
+ * the latency test. Prints one line per measurement:
+ * {@code RESULT <operation> <bytes> <value> <MiB/s|usec>}.
+ *
+ * <p>Usage: {@code VerbsBenchmark DEVICE IP [OPERATION SIZE ITERATIONS]...}; without runs, the
+ * set of the guest suite.
+ */
+public final class VerbsBenchmark {
+    private static final int WINDOW = 128;
+    private static final int MAX_SIZE = 1 << 20;
+    private static final List<String> DEFAULT_RUNS = List.of(
+            "write_bw 4096 2000", "write_bw 65536 500", "write_bw 1048576 40",
+            "read_bw 4096 2000", "read_bw 65536 500", "read_bw 1048576 40",
+            "send_bw 4096 2000", "send_bw 65536 500", "send_bw 1048576 40",
+            "send_lat 64 2000");
+
+    private final CompletionQueue clientCq;
+    private final CompletionQueue serverCq;
+    private final Endpoint client;
+    private final Endpoint server;
+    private final MemoryRegion clientMemory;
+    private final MemoryRegion serverMemory;
+    private final CompletionResult[] results = new CompletionResult[64];
+    /** Receives the server has posted and not yet had filled; each takes any message size. */
+    private int serverReceives;
+
+    private VerbsBenchmark(RdmaProvider provider, InetAddress address) throws Exception {
+        for (int i = 0; i < results.length; i++) {
+            results[i] = new CompletionResult();
+        }
+        clientCq = provider.createCompletionQueue(4096, q -> { });
+        serverCq = provider.createCompletionQueue(4096, q -> { });
+        int inline = Math.min(64, provider.capabilities().inlineLimit());
+        int ord = Math.min(WINDOW, provider.capabilities().maxOrd());
+        int ird = Math.min(WINDOW, provider.capabilities().maxIrd());
+        LinkedBlockingQueue<ConnectionRequest> requests = new LinkedBlockingQueue<>();
+        RdmaListener listener = provider.listen(new InetSocketAddress(address, 0), requests::add);
+        RecordingListener clientEvents = new RecordingListener();
+        RecordingListener serverEvents = new RecordingListener();
+        client = provider.createEndpoint(options(clientCq, inline), clientEvents);
+        client.connect(listener.localAddress(), null, ird, ord);
+        ConnectionRequest request = requests.poll(60, TimeUnit.SECONDS);
+        if (request == null) {
+            throw new IllegalStateException("no connection request");
+        }
+        server = request.createEndpoint(options(serverCq, inline), serverEvents);
+        request.accept(server, null, ird, ord);
+        clientEvents.expect("ESTABLISHED", 60_000);
+        serverEvents.expect("ESTABLISHED", 60_000);
+        listener.close();
+        clientMemory = client.register(ByteBuffer.allocateDirect(MAX_SIZE), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        serverMemory = server.register(ByteBuffer.allocateDirect(MAX_SIZE),
+                Access.LOCAL_WRITE | Access.REMOTE_READ | Access.REMOTE_WRITE);
+    }
+
+    private static EndpointOptions options(CompletionQueue cq, int inline) {
+        return EndpointOptions.builder(cq, cq).sendQueueDepth(WINDOW * 2).receiveQueueDepth(WINDOW * 4)
+                .inlineThreshold(inline).build();
+    }
+
+    /**
+     * Runs the benchmark.
+     *
+     * @param args device, address, then optionally triples of operation, size and iterations
+     * @throws Exception when something fails
+     */
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            System.err.println("usage: VerbsBenchmark DEVICE IP [OPERATION SIZE ITERATIONS]...");
+            System.exit(2);
+        }
+        List<String> runs = DEFAULT_RUNS;
+        if (args.length > 2) {
+            runs = new java.util.ArrayList<>();
+            for (int i = 2; i + 2 < args.length; i += 3) {
+                runs.add(args[i] + " " + args[i + 1] + " " + args[i + 2]);
+            }
+        }
+        RdmaProvider provider = null;
+        for (RdmaProviderFactory f : ServiceLoader.load(RdmaProviderFactory.class)) {
+            if ("verbs".equals(f.type())) {
+                for (RdmaProvider p : f.create(Map.of("devices", args[0]))) {
+                    provider = p;
+                }
+            }
+        }
+        if (provider == null) {
+            throw new IllegalStateException("no verbs provider for " + args[0]);
+        }
+        try {
+            VerbsBenchmark b = new VerbsBenchmark(provider, InetAddress.getByName(args[1]));
+            for (String run : runs) {
+                String[] r = run.split(" ");
+                int size = Integer.parseInt(r[1]);
+                int iterations = Integer.parseInt(r[2]);
+                switch (r[0]) {
+                    case "write_bw":
+                        report(r[0], size, b.rdma(true, size, iterations));
+                        break;
+                    case "read_bw":
+                        report(r[0], size, b.rdma(false, size, iterations));
+                        break;
+                    case "send_bw":
+                        report(r[0], size, b.sendBandwidth(size, iterations));
+                        break;
+                    default:
+                        System.out.printf("RESULT %s %d %.2f usec%n", r[0], size, b.sendLatency(size, iterations));
+                        break;
+                }
+            }
+        } finally {
+            provider.close();
+        }
+    }
+
+    private static void report(String operation, int size, double mibPerSecond) {
+        System.out.printf("RESULT %s %d %.2f MiB/s%n", operation, size, mibPerSecond);
+    }
+
+    private int poll(CompletionQueue cq) {
+        int n = cq.getResults(results);
+        for (int i = 0; i < n; i++) {
+            if (results[i].status() != RdmaStatus.SUCCESS) {
+                throw new IllegalStateException("request failed: " + results[i]);
+            }
+        }
+        return n;
+    }
+
+    /** RDMA Write (or Read) bandwidth, MiB/s: {@code WINDOW} requests in flight. */
+    private double rdma(boolean write, int size, int iterations) throws RdmaException {
+        Sge[] sgl = {Sge.of(clientMemory, 0, size)};
+        int warmup = Math.min(iterations / 10 + 1, 100);
+        long start = 0;
+        int posted = 0;
+        int completed = 0;
+        int total = iterations + warmup;
+        while (completed < total) {
+            while (posted < total && posted - completed < WINDOW) {
+                if (write) {
+                    client.postWrite(null, sgl, 1, serverMemory.remoteOffset(), serverMemory.token(), RequestFlags.NONE);
+                } else {
+                    client.postRead(null, sgl, 1, serverMemory.remoteOffset(), serverMemory.token(), RequestFlags.NONE);
+                }
+                posted++;
+            }
+            int before = completed;
+            completed += poll(clientCq);
+            if (before < warmup && completed >= warmup) {
+                start = System.nanoTime();
+                total = completed + iterations;
+            }
+        }
+        return mibPerSecond((long) iterations * size, System.nanoTime() - start);
+    }
+
+    private void topUpServerReceives(int count) throws RdmaException {
+        Sge[] rx = {Sge.of(serverMemory, 0, MAX_SIZE)};
+        while (serverReceives < count) {
+            server.postReceive(null, rx, 1);
+            serverReceives++;
+        }
+    }
+
+    /** Send bandwidth, MiB/s: the receiver keeps its receives posted ahead of the sender. */
+    private double sendBandwidth(int size, int iterations) throws RdmaException {
+        Sge[] tx = {Sge.of(clientMemory, 0, size)};
+        int receivesAhead = WINDOW * 4;
+        topUpServerReceives(receivesAhead);
+        int warmup = Math.min(iterations / 10 + 1, 100);
+        int total = iterations + warmup;
+        long start = 0;
+        int posted = 0;
+        int sent = 0;
+        int received = 0;
+        while (received < total) {
+            while (posted < total && posted - sent < WINDOW && posted - received < receivesAhead - WINDOW) {
+                client.postSend(null, tx, 1, RequestFlags.NONE);
+                posted++;
+            }
+            sent += poll(clientCq);
+            int n = poll(serverCq);
+            serverReceives -= n;
+            topUpServerReceives(receivesAhead);
+            int before = received;
+            received += n;
+            if (before < warmup && received >= warmup) {
+                start = System.nanoTime();
+                total = received + iterations;
+            }
+        }
+        // take back the receives still posted: they stay for the next run
+        while (sent < posted) {
+            sent += poll(clientCq);
+        }
+        return mibPerSecond((long) iterations * size, System.nanoTime() - start);
+    }
+
+    /** Send latency, microseconds: half the median round trip of a ping-pong. */
+    private double sendLatency(int size, int iterations) throws RdmaException {
+        Sge[] tx = {Sge.of(clientMemory, 0, size)};
+        Sge[] echo = {Sge.of(serverMemory, 0, size)};
+        Sge[] rx = {Sge.of(clientMemory, MAX_SIZE / 2, size)};
+        topUpServerReceives(1);
+        boolean inline = client.options().inlineThreshold() >= size;
+        int flags = RequestFlags.SILENT_SUCCESS | (inline ? RequestFlags.INLINE : 0);
+        int warmup = Math.min(iterations / 10 + 1, 100);
+        long[] rtt = new long[iterations];
+        for (int i = 0; i < warmup + iterations; i++) {
+            client.postReceive(null, rx, 1);
+            long t0 = System.nanoTime();
+            client.postSend(null, tx, 1, flags);
+            while (poll(serverCq) == 0) {
+                Thread.onSpinWait();
+            }
+            serverReceives--;
+            server.postSend(null, echo, 1, flags);
+            while (poll(clientCq) == 0) {
+                Thread.onSpinWait();
+            }
+            long t1 = System.nanoTime();
+            topUpServerReceives(1);
+            if (i >= warmup) {
+                rtt[i - warmup] = t1 - t0;
+            }
+        }
+        Arrays.sort(rtt);
+        return rtt[iterations / 2] / 2.0 / 1000.0;
+    }
+
+    private static double mibPerSecond(long bytes, long nanos) {
+        return bytes / (nanos / 1e9) / (1 << 20);
+    }
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# run-in-vm.sh - run one command inside a throw-away QEMU guest that has a Soft-RoCE device.
+#
+# Usage: tools/rdma-vm/run-in-vm.sh [--check] [--] COMMAND [ARG...]
+#
+# The guest boots the host's Debian kernel (linux-image-amd64, which ships rdma_rxe as a module)
+# under TCG emulation, mounts the host's root file system read-only over virtio-9p, loads
+# rdma_rxe, creates a dummy network interface with an IPv4 address and a Soft-RoCE device on it
+# ("rdma link add"), then runs COMMAND as root in the current directory. The script's exit status
+# is COMMAND's. rdma_cm does not resolve 127.0.0.1 over rxe, hence the dummy interface.
+#
+#   --check   only verify that everything the guest needs is installed; prints what is missing
+#             and exits 3 when something is, 0 otherwise.
+#
+# Exit status: COMMAND's; 3 = prerequisites missing; 124 = timeout; 125 = the guest did not report
+# a status (boot failure).
+#
+# Environment (all optional):
+#   RDMA_VM_RW        space-separated absolute host directories shared read-write at the same path
+#                     (default: the current directory); everything else is read-only in the guest,
+#                     except the guest's own tmpfs on /tmp, /run, /var/tmp and /dev/shm
+#   RDMA_VM_IP        address of the dummy interface and the Soft-RoCE device (10.99.0.1)
+#   RDMA_VM_DEVICE    name of the Soft-RoCE device (rxe0)
+#   RDMA_VM_MEM       guest memory in MiB (2048);  RDMA_VM_CPUS  virtual CPUs (2)
+#   RDMA_VM_TIMEOUT   seconds before the guest is killed (900)
+#   RDMA_VM_ACCEL     tcg (default) or kvm; a stock kernel does not boot on every /dev/kvm
+#   RDMA_VM_KVER      kernel version to boot (default: newest non-cloud *-amd64 in /lib/modules)
+#   RDMA_VM_ENV       extra variable names to pass into the guest (PATH, JAVA_HOME, HOME, LANG,
+#                     JAVA_TOOL_OPTIONS, CI always are)
+set -euo pipefail
+
+check_only=false
+if [ "${1:-}" = "--check" ]; then check_only=true; shift; fi
+if [ "${1:-}" = "--" ]; then shift; fi
+
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$1 (package $2)"); }
+need_cmd qemu-system-x86_64 qemu-system-x86
+need_cmd cpio cpio
+need_cmd modprobe kmod
+need_cmd modinfo kmod
+BUSYBOX=""
+for b in /bin/busybox /usr/bin/busybox; do
+  if [ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1; then BUSYBOX=$b; break; fi
+done
+[ -n "$BUSYBOX" ] || missing+=("a statically linked busybox (package busybox-static)")
+KVER=${RDMA_VM_KVER:-$(ls /lib/modules 2>/dev/null | grep -- '-amd64$' | grep -v -- '-cloud-' | sort -V | tail -n 1 || true)}
+if [ -z "$KVER" ] || [ ! -r "/boot/vmlinuz-$KVER" ]; then
+  missing+=("a readable kernel image /boot/vmlinuz-<version>-amd64 (package linux-image-amd64)")
+elif ! modinfo -k "$KVER" -n rdma_rxe >/dev/null 2>&1; then
+  missing+=("module rdma_rxe for kernel $KVER (the -cloud flavour lacks it; package linux-image-amd64)")
+fi
+need_cmd rdma iproute2
+ls /usr/lib/*/libibverbs/librxe-* >/dev/null 2>&1 || missing+=("the rxe user-space driver (package ibverbs-providers)")
+if [ ${#missing[@]} -gt 0 ]; then
+  printf 'run-in-vm: missing: %s\n' "${missing[@]}" >&2
+  exit 3
+fi
+$check_only && { echo "run-in-vm: ready (kernel $KVER, busybox $BUSYBOX)"; exit 0; }
+[ $# -gt 0 ] || { echo "run-in-vm: no command given" >&2; exit 125; }
+
+IP=${RDMA_VM_IP:-10.99.0.1}
+DEV=${RDMA_VM_DEVICE:-rxe0}
+MEM=${RDMA_VM_MEM:-2048}
+CPUS=${RDMA_VM_CPUS:-2}
+TIMEOUT=${RDMA_VM_TIMEOUT:-900}
+ACCEL=${RDMA_VM_ACCEL:-tcg}
+RW=${RDMA_VM_RW:-$PWD}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rdma-vm.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/ctl" "$WORK/initramfs"
+
+# 1. initramfs: static busybox plus the modules for virtio-pci and 9p (with their dependencies,
+#    in load order), and an init that mounts the shares and switches to the host's root.
+INITRAMFS=$WORK/initramfs
+mkdir -p "$INITRAMFS"/{bin,dev,proc,sys,newroot,modules}
+cp "$BUSYBOX" "$INITRAMFS/bin/busybox"
+modules=()
+for m in virtio_pci 9pnet_virtio 9p; do
+  while read -r verb path _; do
+    [ "$verb" = insmod ] || continue
+    name=$(basename "$path")
+    case " ${modules[*]:-} " in *" ${name%%.ko*} "*) continue;; esac
+    case "$name" in
+      *.ko) cp "$path" "$INITRAMFS/modules/";;
+      *.ko.xz) xz -dc "$path" > "$INITRAMFS/modules/${name%.xz}";;
+      *.ko.zst) zstd -qdc "$path" > "$INITRAMFS/modules/${name%.zst}";;
+      *) echo "run-in-vm: cannot handle module file $path" >&2; exit 125;;
+    esac
+    modules+=("${name%%.ko*}")
+  done < <(modprobe -S "$KVER" --show-depends "$m")
+done
+cat > "$INITRAMFS/init" <<INIT
+#!/bin/busybox sh
+bb=/bin/busybox
+\$bb mount -t proc proc /proc
+\$bb mount -t sysfs sysfs /sys
+\$bb mount -t devtmpfs devtmpfs /dev
+die() { echo "rdma-vm init: \$*"; \$bb poweroff -f; }
+for m in ${modules[*]}; do \$bb insmod /modules/\$m.ko || die "insmod \$m failed"; done
+opts=trans=virtio,version=9p2000.L,msize=512000
+\$bb mount -t 9p -o \$opts,ro,cache=loose hostroot /newroot || die "cannot mount the host root"
+for d in tmp run var/tmp; do \$bb mount -t tmpfs -o mode=1777 tmpfs /newroot/\$d; done
+\$bb mkdir -p /newroot/run/rdma-vm
+\$bb mount -t 9p -o \$opts ctl /newroot/run/rdma-vm || die "cannot mount the control share"
+i=0
+for dir in \$(\$bb cat /newroot/run/rdma-vm/rw); do
+  \$bb mount -t 9p -o \$opts rw\$i /newroot\$dir || die "cannot mount \$dir"
+  i=\$((i + 1))
+done
+for fs in dev proc sys; do \$bb mount --move /\$fs /newroot/\$fs; done
+exec \$bb switch_root /newroot /bin/bash /run/rdma-vm/guest.sh
+INIT
+chmod 755 "$INITRAMFS/init"
+(cd "$INITRAMFS" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initrd.gz"
+
+# 2. The guest's PID 1: set up the Soft-RoCE device, run the command, report its status, power off.
+echo "$RW" > "$WORK/ctl/rw"
+{
+  echo '#!/bin/bash'
+  for v in PATH JAVA_HOME HOME LANG LC_ALL JAVA_TOOL_OPTIONS CI ${RDMA_VM_ENV:-}; do
+    if [ -n "${!v:-}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
+  done
+  cat <<GUEST
+export PATH="\$PATH:/usr/sbin:/sbin"
+export RDMA_VM_IP=$IP RDMA_VM_DEVICE=$DEV
+mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs tmpfs /dev/shm
+# what udev would create: bash process substitution needs /dev/fd
+ln -sf /proc/self/fd /dev/fd; ln -sf /proc/self/fd/0 /dev/stdin; ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
+echo "rdma-vm: guest up after \$(cut -d' ' -f1 /proc/uptime) s"
+ulimit -l unlimited
+hostname rdma-vm
+ip link set lo up
+if modprobe rdma_rxe && ip link add rxedummy0 type dummy && ip addr add $IP/24 dev rxedummy0 \
+   && ip link set rxedummy0 up && rdma link add $DEV type rxe netdev rxedummy0; then
+  echo "rdma-vm: $DEV on $IP"
+else
+  echo "rdma-vm: Soft-RoCE set-up FAILED"
+fi
+cd $(printf %q "$PWD") || cd /
+$(printf '%q ' "$@") </dev/null
+rc=\$?
+echo \$rc > /run/rdma-vm/rc
+sync
+echo "rdma-vm: command exited with \$rc after \$(cut -d' ' -f1 /proc/uptime) s"
+/bin/busybox poweroff -f
+GUEST
+} > "$WORK/ctl/guest.sh"
+
+# 3. Boot. Under TCG, "-cpu max" gives the guest the instruction set extensions the JVM expects.
+case $ACCEL in
+  kvm) accel=(-accel kvm -cpu host);;
+  *) accel=(-accel tcg,thread=multi -cpu max);;
+esac
+shares=(-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap
+        -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
+        -fsdev local,id=ctl,path="$WORK/ctl",security_model=none
+        -device virtio-9p-pci,fsdev=ctl,mount_tag=ctl)
+i=0
+for dir in $RW; do
+  shares+=(-fsdev "local,id=rw$i,path=$dir,security_model=none,multidevs=remap"
+           -device "virtio-9p-pci,fsdev=rw$i,mount_tag=rw$i")
+  i=$((i + 1))
+done
+set +e
+timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" \
+  -nodefaults -no-user-config -display none -monitor none -serial stdio -nic none -no-reboot \
+  -kernel "/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1" "${shares[@]}" </dev/null | sed -u 's/\r$//'
+qemu_rc=${PIPESTATUS[0]}
+set -e
+if [ -s "$WORK/ctl/rc" ]; then exit "$(cat "$WORK/ctl/rc")"; fi
+if [ "$qemu_rc" = 124 ]; then echo "run-in-vm: guest killed after ${TIMEOUT} s" >&2; exit 124; fi
+echo "run-in-vm: the guest reported no exit status (qemu exit status $qemu_rc)" >&2
+exit 125
