@@ -47,7 +47,7 @@ class JpmsIT {
     @BeforeAll
     static void compile() throws Exception {
         jars = new LinkedHashMap<>();
-        for (String m : new String[] {"api", "sim", "protocol", "bulk", "shell"}) {
+        for (String m : new String[] {"api", "sim", "verbs", "protocol", "bulk", "shell"}) {
             String p = System.getProperty("it.module." + m);
             assertNotNull(p, "system property it.module." + m);
             jars.put(m, Paths.get(p));
@@ -104,7 +104,7 @@ class JpmsIT {
                         p.getFileName() + ": '" + l + "' needs a module outside the module path; make it requires static");
             }
         }
-        // and the module system agrees: the five resolve, with service binding, from these jars alone
+        // and the module system agrees: all of them resolve, with service binding, from these jars alone
         ModuleFinder finder = ModuleFinder.of(jars.values().toArray(new Path[0]));
         Configuration cf = ModuleLayer.boot().configuration().resolveAndBind(finder, ModuleFinder.of(), ours);
         Set<String> resolved = cf.modules().stream().map(m -> m.name()).collect(Collectors.toSet());

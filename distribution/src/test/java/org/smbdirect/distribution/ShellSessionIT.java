@@ -135,7 +135,7 @@ class ShellSessionIT {
     void providers_listsTheSimulatedProviderWithCapabilities() {
         contains("providers", "name", "type", "address", "read", "inval", "IRD/ORD",
                 "provider.target (provider.type=*); new connections and listeners use sim/");
-        matches("providers", "^g! +name .*\\n\\* \\S+ +sim +10\\.\\d+\\.\\d+\\.\\d+ +yes +yes +256 +4 +1\\.00 GiB +16/16");
+        matches("providers", "^[* ] \\S+ +sim +10\\.\\d+\\.\\d+\\.\\d+ +yes +yes +256 +4 +1\\.00 GiB +16/16 +0 +off$");
     }
 
     @Test
