@@ -95,8 +95,10 @@ public final class CompletionResult {
 
     /**
      * Whether this receive completed for a send posted with {@link RequestFlags#SOLICIT_EVENT}.
+     * Verbs work completions do not carry this, so a provider over verbs always reports {@code
+     * false}; its {@link ArmType#SOLICITED} notifications still follow the solicited sends.
      *
-     * @return {@code true} for a solicited receive
+     * @return {@code true} for a solicited receive, where the provider can tell
      */
     public boolean solicited() {
         return solicited;

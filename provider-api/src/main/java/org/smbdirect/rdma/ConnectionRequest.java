@@ -32,7 +32,8 @@ public interface ConnectionRequest {
 
     /**
      * The private data the peer sent with its request (for SMB Direct over iWARP, the IRD/ORD
-     * header of MS-SMBD section 6 comes first).
+     * header of MS-SMBD section 6 comes first). As for {@link Endpoint#peerPrivateData()}, some
+     * transports pad it with zeros to a fixed size.
      *
      * @return a copy of the bytes, empty when none were sent
      */

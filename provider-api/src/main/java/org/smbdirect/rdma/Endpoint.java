@@ -94,7 +94,10 @@ public interface Endpoint extends AutoCloseable {
 
     /**
      * The private data the peer sent: with its connection request (passive side), its acceptance
-     * or its rejection (active side).
+     * or its rejection (active side). Transports that do not carry the length (InfiniBand and RoCE
+     * connection management) deliver the bytes sent followed by zeros up to their fixed size, so a
+     * consumer that needs the length carries it in the data (MS-SMBD's IRD/ORD header is 8 bytes
+     * at the start and unaffected).
      *
      * @return a copy of the bytes; empty before any arrived
      */
