@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -76,7 +75,6 @@ class SoakTest {
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(20);
     /** How much slack a blocking connect may take beyond its timeout before it counts as hung. */
     private static final long CONNECT_SLACK_NANOS = TimeUnit.SECONDS.toNanos(5);
-    private static final long STALE_NANOS = 2 * CALL_BOUND.toNanos();
     private static final int WINDOW = 6; // sends in flight per direction
     private static final int HEADER = 16; // session id, direction, index
     private static final int MAX_MESSAGE = 2 * BulkFixture.MIB;
@@ -98,7 +96,8 @@ class SoakTest {
 
     private BulkFixture fx;
     private final ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
-    private final Map<String, Run> runs = new ConcurrentHashMap<>();
+    private final Map<Integer, Run> runs = new ConcurrentHashMap<>();
+    private final Set<ServerSide> serverSides = ConcurrentHashMap.newKeySet();
     private final AtomicInteger nextId = new AtomicInteger();
     private ExecutorService driver;
     private volatile boolean stopping;
@@ -231,7 +230,14 @@ class SoakTest {
         await("every endpoint closed", Duration.ofSeconds(30),
                 () -> providers.stream().allMatch(p -> SimDiagnostics.endpoints(p) == 0));
         for (Run r : new ArrayList<>(runs.values())) {
-            settle(r); // sides that never met (a connection lost while its bulk session started)
+            settle(r); // a client whose server side never learnt its session (lost before the first message)
+        }
+        for (ServerSide side : serverSides) {
+            synchronized (side) {
+                if (side.closed == 0) {
+                    problems.add("a server side was never told its session closed: " + side.session);
+                }
+            }
         }
         driver.shutdown();
         assertTrue(driver.awaitTermination(30, TimeUnit.SECONDS), "the soak's send driver did not finish");
@@ -307,7 +313,7 @@ class SoakTest {
             for (int dir = UP; dir <= DOWN; dir++) {
                 sizes[dir] = new int[1 + r.nextInt(40)];
                 for (int i = 0; i < sizes[dir].length; i++) {
-                    sizes[dir][i] = size(r);
+                    sizes[dir][i] = dir == UP && i == 0 ? HEADER : size(r);
                 }
             }
         }
@@ -424,11 +430,14 @@ class SoakTest {
         }
     }
 
-    /** One session, from both sides; the two sides meet by the client's address. Guarded by itself. */
+    /**
+     * One session, from both sides. The server side learns which session it serves from the first
+     * upward message (always a bare header, inline, so it cannot be refused for lack of buffers),
+     * and only then starts its downward flow. Guarded by itself.
+     */
     private final class Run {
-        final long created = System.nanoTime();
-        volatile Plan plan;
-        Flow[] flows;
+        final Plan plan;
+        final Flow[] flows;
         BulkSession client;
         BulkSession server;
         ConnectionLoss clientLoss;
@@ -440,81 +449,121 @@ class SoakTest {
         long closeStarted;
         boolean slotReleased;
         boolean settled;
-        boolean downStarted;
+
+        Run(Plan plan) {
+            this.plan = plan;
+            this.flows = new Flow[] {new Flow(this, UP, plan.sizes[UP]), new Flow(this, DOWN, plan.sizes[DOWN])};
+        }
 
         boolean clientDone() {
-            return client != null && clientClosed > 0 && (flows == null || flows[UP].inFlight == 0)
-                    && (!closeRequested || closeDone);
+            return client != null && clientClosed > 0 && flows[UP].inFlight == 0 && (!closeRequested || closeDone);
         }
 
         boolean serverDone() {
-            return server != null && serverClosed > 0 && (flows == null || flows[DOWN].inFlight == 0);
+            return server != null && serverClosed > 0 && flows[DOWN].inFlight == 0;
         }
 
         @Override
         public synchronized String toString() {
-            StringBuilder b = new StringBuilder("session " + (plan == null ? "?" : plan.id) + " client="
+            StringBuilder b = new StringBuilder("session " + plan.id + " client="
                     + (client == null ? "-" : clientClosed + "x closed " + clientLoss) + " server="
                     + (server == null ? "-" : serverClosed + "x closed " + serverLoss) + " close requested="
                     + closeRequested + " done=" + closeDone);
-            if (flows != null) {
-                for (Flow f : flows) {
-                    b.append("\n  ").append(direction(f.dir)).append(" next=").append(f.next).append(" in flight=")
-                            .append(f.inFlight).append(" outcomes=");
-                    for (byte o : f.outcome) {
-                        b.append(o);
-                    }
-                    b.append(" delivered=").append(f.delivered).append(" sizes=")
-                            .append(java.util.Arrays.toString(f.sizes));
+            for (Flow f : flows) {
+                b.append("\n  ").append(direction(f.dir)).append(" next=").append(f.next).append(" in flight=")
+                        .append(f.inFlight).append(" outcomes=");
+                for (byte o : f.outcome) {
+                    b.append(o);
                 }
+                b.append(" delivered=").append(f.delivered).append(" sizes=").append(java.util.Arrays.toString(f.sizes));
             }
             return b.toString();
         }
     }
 
-    /** The client side's handler: records until its run is known. */
+    /** The client side's handler. */
     private final class ClientSide implements BulkHandler {
-        volatile Run run;
-        private ConnectionLoss earlyLoss;
-        private int earlyClosed;
+        private final Run run;
+
+        ClientSide(Run run) {
+            this.run = run;
+        }
 
         @Override
         public void onData(BulkSession session, ByteBuffer data) {
-            Run r = run;
-            if (r == null) {
-                problems.add("data at a client before its session started: " + session);
-                return;
-            }
-            r.flows[DOWN].deliver(data);
+            run.flows[DOWN].deliver(data);
         }
 
         @Override
         public void onClosed(BulkSession session, ConnectionLoss loss) {
+            synchronized (run) {
+                run.clientClosed++;
+                run.clientLoss = loss;
+            }
+            progress(run);
+        }
+    }
+
+    /** The server side's handler: bound to its run by the first upward message. */
+    private final class ServerSide implements BulkHandler {
+        private final BulkSession session;
+        private Run run; // guarded by this
+        private int closed; // guarded by this
+
+        ServerSide(BulkSession session) {
+            this.session = session;
+        }
+
+        @Override
+        public void onData(BulkSession s, ByteBuffer data) {
             Run r;
             synchronized (this) {
+                if (closed > 0) {
+                    problems.add("data after onClosed at " + s);
+                    return;
+                }
+                if (run == null) {
+                    int id = data.remaining() >= HEADER ? data.getInt(data.position()) : -1;
+                    run = runs.get(id);
+                    if (run == null) {
+                        problems.add("a first message naming no running session (" + id + ") at " + s);
+                        return;
+                    }
+                    synchronized (run) {
+                        if (run.server != null) {
+                            problems.add("session " + id + " has a second server side: " + s);
+                        }
+                        run.server = session;
+                        run.flows[DOWN].sender = session;
+                    }
+                    serverSides.remove(this); // its run accounts for it from now on
+                    driver.execute(run.flows[DOWN]::pump);
+                }
                 r = run;
-                if (r == null) {
-                    earlyClosed++;
-                    earlyLoss = loss;
+            }
+            r.flows[UP].deliver(data);
+        }
+
+        @Override
+        public void onClosed(BulkSession s, ConnectionLoss loss) {
+            Run r;
+            synchronized (this) {
+                closed++;
+                r = run;
+                if (r == null && closed == 1) {
+                    serverSides.remove(this); // never bound: nothing more to account for
                     return;
                 }
             }
+            if (r == null) {
+                problems.add("onClosed called more than once at an unbound " + s);
+                return;
+            }
             synchronized (r) {
-                r.clientClosed++;
-                r.clientLoss = loss;
+                r.serverClosed++;
+                r.serverLoss = loss;
             }
             progress(r);
-        }
-
-        /** Joins the run once connect returned. */
-        void link(Run r) {
-            synchronized (this) {
-                run = r;
-                synchronized (r) {
-                    r.clientClosed += earlyClosed;
-                    r.clientLoss = earlyLoss != null ? earlyLoss : r.clientLoss;
-                }
-            }
         }
     }
 
@@ -523,17 +572,18 @@ class SoakTest {
      * holding a slot, which the run gives back when its client side is over.
      */
     private void launch(BulkFixture.End client, BulkListener target) throws InterruptedException {
-        Plan plan = new Plan(nextId.getAndIncrement());
-        ClientSide handler = new ClientSide();
+        Run r = new Run(new Plan(nextId.getAndIncrement()));
+        runs.put(r.plan.id, r);
         connectAttempts.incrementAndGet();
         long t0 = System.nanoTime();
         BulkSession s;
         try {
-            s = client.bulk.connect(target.localAddress(), handler, CONNECT_TIMEOUT);
+            s = client.bulk.connect(target.localAddress(), new ClientSide(r), CONNECT_TIMEOUT);
         } catch (SmbDirectException e) {
             connectFailures.incrementAndGet();
             connectFailureKinds.computeIfAbsent(e.getClass().getSimpleName(), k -> new AtomicLong())
                     .incrementAndGet();
+            runs.remove(r.plan.id); // no message was sent
             slots.release();
             return;
         } finally {
@@ -543,85 +593,19 @@ class SoakTest {
                 problems.add("connect took " + TimeUnit.NANOSECONDS.toMillis(took) + " ms, timeout " + CONNECT_TIMEOUT);
             }
         }
-        Run r = meet(s.connection().localAddress());
-        handler.link(r);
-        boolean startDown;
         synchronized (r) {
-            r.plan = plan;
-            r.flows = new Flow[] {new Flow(r, UP, plan.sizes[UP]), new Flow(r, DOWN, plan.sizes[DOWN])};
             r.client = s;
             r.flows[UP].sender = s;
-            startDown = r.server != null && !r.downStarted;
-            r.downStarted |= startDown;
-            if (r.server != null) {
-                r.flows[DOWN].sender = r.server;
-            }
         }
         driver.execute(r.flows[UP]::pump);
-        if (startDown) {
-            driver.execute(r.flows[DOWN]::pump);
-        }
         progress(r);
     }
 
-    /** The listeners' accept handler: the server side of a session. */
+    /** The listeners' accept handler: the server side of a session, bound to its run later. */
     private BulkHandler accepted(BulkSession s) {
-        Run r = meet(s.connection().remoteAddress());
-        boolean startDown;
-        synchronized (r) {
-            if (r.server != null) {
-                problems.add("two server sessions for one client address: " + s);
-            }
-            r.server = s;
-            startDown = r.flows != null && !r.downStarted;
-            r.downStarted |= startDown;
-            if (r.flows != null) {
-                r.flows[DOWN].sender = s;
-            }
-        }
-        if (startDown) {
-            driver.execute(r.flows[DOWN]::pump);
-        }
-        return new BulkHandler() {
-            @Override
-            public void onData(BulkSession session, ByteBuffer data) {
-                Flow up;
-                synchronized (r) {
-                    up = r.flows == null ? null : r.flows[UP];
-                }
-                if (up == null) {
-                    problems.add("data at a server before its client knew its session: " + session);
-                    return;
-                }
-                up.deliver(data);
-            }
-
-            @Override
-            public void onClosed(BulkSession session, ConnectionLoss loss) {
-                synchronized (r) {
-                    r.serverClosed++;
-                    r.serverLoss = loss;
-                }
-                progress(r);
-            }
-        };
-    }
-
-    /**
-     * The run of the connection from {@code clientAddress}, where its two sides meet. A run that
-     * waited longer than any connection set-up takes belongs to a side that never met its other
-     * half (its connection was lost while the bulk session started) and whose address is in use
-     * again: it is settled and replaced.
-     */
-    private Run meet(InetSocketAddress clientAddress) {
-        String key = clientAddress.getAddress().getHostAddress() + ":" + clientAddress.getPort();
-        while (true) {
-            Run r = runs.computeIfAbsent(key, k -> new Run());
-            if (System.nanoTime() - r.created < STALE_NANOS) {
-                return r;
-            }
-            settle(r);
-        }
+        ServerSide side = new ServerSide(s);
+        serverSides.add(side);
+        return side;
     }
 
     /**
@@ -635,8 +619,7 @@ class SoakTest {
             if (r.settled) {
                 return;
             }
-            if (r.client != null && !r.closeRequested && r.clientClosed == 0 && r.flows != null
-                    && r.flows[UP].allFinal() && r.flows[DOWN].allFinal()) {
+            if (r.client != null && !r.closeRequested && r.clientClosed == 0 && r.flows[UP].allFinal() && r.flows[DOWN].allFinal()) {
                 Flow down = r.flows[DOWN];
                 boolean all = true;
                 for (int i = 0; i < down.sizes.length; i++) {
@@ -683,21 +666,19 @@ class SoakTest {
             if (r.client != null && r.clientClosed == 0 || r.server != null && r.serverClosed == 0) {
                 violation(r, "a side was never told its session closed");
             }
-            if (r.flows != null) {
-                int before = problems.size();
-                for (Flow f : r.flows) {
-                    f.stopped = true;
-                    checkAccount(r, f);
-                }
-                if (problems.size() > before) {
-                    problems.add(r.toString());
-                }
+            int before = problems.size();
+            for (Flow f : r.flows) {
+                f.stopped = true;
+                checkAccount(r, f);
+            }
+            if (problems.size() > before) {
+                problems.add(r.toString());
             }
             if (r.client != null) {
                 (r.closeRequested ? runsCompleted : runsLost).incrementAndGet();
             }
         }
-        runs.values().remove(r);
+        runs.remove(r.plan.id);
     }
 
     /** Exactly once, in order, or the send failed, or the connection was lost after it. */
@@ -773,7 +754,7 @@ class SoakTest {
     }
 
     private void violation(Run r, String what) {
-        problems.add((r.plan == null ? "session ?" : "session " + r.plan.id) + ": " + what);
+        problems.add("session " + r.plan.id + ": " + what);
     }
 
     private void noteCall(long nanos) {
@@ -787,13 +768,11 @@ class SoakTest {
         long now = System.nanoTime();
         for (Run r : runs.values()) {
             synchronized (r) {
-                if (r.flows != null) {
-                    for (Flow f : r.flows) {
-                        for (int i = 0; i < f.sizes.length; i++) {
-                            if (f.outcome[i] == ISSUED && now - f.started[i] > CALL_BOUND.toNanos()) {
-                                violation(r, direction(f.dir) + " send " + i + " pending for more than " + CALL_BOUND);
-                                f.started[i] = Long.MAX_VALUE / 2; // reported once
-                            }
+                for (Flow f : r.flows) {
+                    for (int i = 0; i < f.sizes.length; i++) {
+                        if (f.outcome[i] == ISSUED && now - f.started[i] > CALL_BOUND.toNanos()) {
+                            violation(r, direction(f.dir) + " send " + i + " pending for more than " + CALL_BOUND);
+                            f.started[i] = Long.MAX_VALUE / 2; // reported once
                         }
                     }
                 }
