@@ -29,9 +29,14 @@ import org.smbdirect.transport.SmbDirectConnection;
 @OutputTimeUnit(TimeUnit.SECONDS)
 public class AggregateBench {
     static final int PER_INVOCATION = 1024;
-    private static final CompletionHandler<Void, Object> IGNORE = new CompletionHandler<>() {
+    /** Sends in flight per connection: below maxPendingSends, above what the credits let through. */
+    static final int WINDOW = 512;
+    private final AtomicLong completed = new AtomicLong();
+    private long sent;
+    private final CompletionHandler<Void, Object> onSent = new CompletionHandler<>() {
         @Override
         public void completed(Void result, Object attachment) {
+            completed.incrementAndGet();
         }
 
         @Override
@@ -69,9 +74,14 @@ public class AggregateBench {
         target += PER_INVOCATION;
         int per = PER_INVOCATION / connections;
         for (int i = 0; i < per; i++) {
-            for (SmbDirectConnection c : senders) {
-                c.send(payload, null, IGNORE);
+            // every connection sends at the same pace, so a window over the total bounds each one
+            while (sent - completed.get() >= (long) WINDOW * connections) {
+                LockSupport.parkNanos(1000);
             }
+            for (SmbDirectConnection c : senders) {
+                c.send(payload, null, onSent);
+            }
+            sent += connections;
         }
         while (received.get() < target) {
             LockSupport.parkNanos(1000);

@@ -27,11 +27,14 @@ public final class IdleConnections {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
         int peerSendSize = args.length > 1 ? Integer.parseInt(args[1]) : 1364;
         Result r = measure(n, peerSendSize);
-        System.out.printf("idle connections: opened %d of %d (peer MaxSendSize %d)%s%n", r.opened, n, peerSendSize,
-                r.stoppedBy == null ? "" : ", stopped by " + r.stoppedBy);
+        System.out.printf("idle connections: opened %d of %d (peer MaxSendSize %d), heap limit %d MiB, direct limit %s%s%n",
+                r.opened, n, peerSendSize, Runtime.getRuntime().maxMemory() >> 20,
+                System.getProperty("idle.directLimit", "default"), r.stoppedBy == null ? "" : ", stopped by " + r.stoppedBy);
         System.out.printf("per connection (both ends): heap %.1f KiB, direct %.1f KiB, total %.1f KiB%n",
                 r.heapPerConnection / 1024.0, r.directPerConnection / 1024.0,
                 (r.heapPerConnection + r.directPerConnection) / 1024.0);
+        // for BenchMain
+        System.out.printf("IDLE %d %d %d %d %d%n", peerSendSize, r.opened, n, r.heapPerConnection, r.directPerConnection);
     }
 
     static Result measure(int n, int peerSendSize) throws Exception {
@@ -52,7 +55,19 @@ public final class IdleConnections {
             }
             long heap = heapUsed() - heap0;
             long direct = directUsed() - direct0;
+            if (Boolean.getBoolean("idle.histogram")) {
+                histogram();
+            }
             return new Result(opened, heap / Math.max(1, opened), direct / Math.max(1, opened), stoppedBy);
+        }
+    }
+
+    /** What the heap holds, by class (jcmd GC.class_histogram), to see where an idle connection's memory goes. */
+    static void histogram() throws Exception {
+        Process p = new ProcessBuilder(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                Long.toString(ProcessHandle.current().pid()), "GC.class_histogram").redirectErrorStream(true).start();
+        try (java.io.BufferedReader r = p.inputReader()) {
+            r.lines().limit(45).forEach(System.out::println);
         }
     }
 

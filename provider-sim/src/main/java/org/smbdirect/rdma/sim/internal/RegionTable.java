@@ -22,6 +22,9 @@ final class RegionTable {
     private static final long OFFSET_MASK = ((1L << 62) - 1) & ~0xFFFL;
 
     private final SecureRandom random = new SecureRandom();
+    // SecureRandom output drawn in blocks: the same unpredictable bits, without a call into the
+    // generator (with its lock and /dev/urandom read) for every registration. Guarded by this.
+    private final java.nio.ByteBuffer entropy = java.nio.ByteBuffer.allocate(4096).position(4096);
     private int[] keys = new int[64];
     private SimRegion[] values = new SimRegion[64];
     private int size;
@@ -30,7 +33,7 @@ final class RegionTable {
     synchronized int add(SimRegion region) {
         int token;
         do {
-            token = random.nextInt();
+            token = nextEntropy(4).getInt();
         } while (token == 0 || indexOf(token) >= 0);
         if ((size + 1) * 4 > keys.length * 3) {
             grow();
@@ -43,8 +46,17 @@ final class RegionTable {
     /** A fresh random remote offset. */
     long newRemoteOffset() {
         synchronized (this) {
-            return random.nextLong() & OFFSET_MASK;
+            return nextEntropy(8).getLong() & OFFSET_MASK;
         }
+    }
+
+    /** The entropy block, refilled when fewer than {@code n} bytes are left in it. */
+    private java.nio.ByteBuffer nextEntropy(int n) {
+        if (entropy.remaining() < n) {
+            random.nextBytes(entropy.array());
+            entropy.clear();
+        }
+        return entropy;
     }
 
     /** The live region with this token, or {@code null}. */

@@ -41,8 +41,12 @@ final class SendQueue {
     final long[] due;
     /** Capture: the first packet sequence number of the request. */
     final int[] psn;
-    /** Inline copies, allocated at creation when the endpoint allows inline data. */
+    /**
+     * Inline copies when the endpoint allows inline data: each slot's array is allocated the first
+     * time that slot carries inline data (an idle endpoint holds none), then reused.
+     */
     final byte[][] inline;
+    private final int inlineThreshold;
 
     long head;
     long next;
@@ -67,14 +71,18 @@ final class SendQueue {
         status = new byte[depth];
         due = new long[depth];
         psn = new int[depth];
-        if (inlineThreshold > 0) {
-            inline = new byte[depth][];
-            for (int i = 0; i < depth; i++) {
-                inline[i] = new byte[inlineThreshold];
-            }
-        } else {
-            inline = null;
+        this.inlineThreshold = inlineThreshold;
+        inline = inlineThreshold > 0 ? new byte[depth][] : null;
+    }
+
+    /** The slot's inline array; called under the endpoint's lock while the slot is free. */
+    byte[] inlineCopy(int slot) {
+        byte[] b = inline[slot];
+        if (b == null) {
+            b = new byte[inlineThreshold];
+            inline[slot] = b;
         }
+        return b;
     }
 
     int slot(long counter) {
@@ -102,7 +110,7 @@ final class SendQueue {
                 + remoteToken.length);
         long longs = 8L * (remoteOffset.length + due.length);
         long bytes = op.length + state.length + status.length;
-        long in = inline == null ? 0 : (long) inline.length * (16 + inline[0].length);
+        long in = inline == null ? 0 : (long) inline.length * (16 + inlineThreshold);
         return refs + ints + longs + bytes + in + 16 * 16;
     }
 }

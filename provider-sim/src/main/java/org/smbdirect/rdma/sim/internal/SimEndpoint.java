@@ -589,7 +589,7 @@ final class SimEndpoint implements Endpoint {
             sq.due[slot] = SimConnection.UNSET;
             if ((flags & RequestFlags.INLINE) != 0) {
                 // INLINE: the data is copied now; the elements are not looked at again.
-                byte[] copy = sq.inline[slot];
+                byte[] copy = sq.inlineCopy(slot);
                 int at = 0;
                 for (int i = 0; i < count; i++) {
                     Sge e = sgl[i];
