@@ -123,7 +123,9 @@ public final class SmbDirectConfig {
     }
 
     /**
-     * Connection.ReceiveCreditMax: the most receive credits granted to a peer (note 2: 255).
+     * Connection.ReceiveCreditMax: the most receive credits granted to a peer (note 2: 255). A
+     * ceiling rather than a reservation: a connection starts with 32 receive buffers (or this many
+     * if fewer) and doubles them up to this number while its peer is busy.
      *
      * @return credits, 1 to 65535
      */

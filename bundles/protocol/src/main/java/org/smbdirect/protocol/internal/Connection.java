@@ -88,6 +88,13 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     /** RDMA Read and Write work requests in flight at once per connection. */
     static final int RDMA_DEPTH = 32;
     private static final int RESULT_BATCH = 32;
+    /**
+     * Receive buffers a connection starts with; it doubles them while its peer is busy and asks
+     * for more, up to ReceiveCreditMax (see {@link #growReceiveBuffers}).
+     */
+    static final int INITIAL_RECEIVE_BUFFERS = 32;
+    /** A peer that uses half the receive buffers within this time is busy. */
+    static final long RECEIVE_GROWTH_WINDOW_NANOS = 10_000_000L;
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /** Connection.Role (MS-SMBD 3.1.1.1). */
@@ -162,6 +169,15 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private final CompletionResult[] results = new CompletionResult[RESULT_BATCH];
     private SendBuffers sendBuffers;
     private ReceiveBuffers receiveBuffers;
+    private boolean receiveGrowthFailed;
+    /**
+     * Set once the RDMA connection is known to have ended (by its provider's event, or by a post
+     * refused because the endpoint disconnected): what is already received is handed over
+     * before the loss, and nothing more is posted.
+     */
+    private boolean handingOverBeforeLoss;
+    private int receivedSinceGrowthCheck;
+    private long lastGrowthCheckNanos = Long.MIN_VALUE / 2;
     private ByteBuffer negotiationBuffer;
     private MemoryRegion negotiationRegion;
     private final Sge[] negotiationSgl = {new Sge()};
@@ -488,10 +504,17 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         if (phase == Phase.ESTABLISHED) {
             // The messages the peer sent before the end are already received, in the completion
             // queue: they reach the upper layer before the loss does (a peer's last message
-            // before its disconnect is not dropped). Flushed work there changes nothing.
+            // before its disconnect is not dropped). Nothing is posted meanwhile, and failed or
+            // flushed work does not stop the hand-over: the connection is gone either way.
+            handingOverBeforeLoss = true;
             pollCompletions();
         }
         connectionLoss();
+    }
+
+    /** Package-private for tests and statistics: the receive buffers there are now; actor only. */
+    int receiveBufferCapacity() {
+        return receiveBuffers == null ? 0 : receiveBuffers.capacity();
     }
 
     /**
@@ -529,7 +552,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             idleTimerFired = false;
             onIdleTimer();
         }
-        if (phase == Phase.ESTABLISHED) {
+        if (phase == Phase.ESTABLISHED && !handingOverBeforeLoss) {
             try {
                 drainInbox();
                 sendUpperLayerMessages();
@@ -580,6 +603,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private void onCompletion(CompletionResult r) {
         Object ctx = r.requestContext();
         RdmaStatus status = r.status();
+        if (handingOverBeforeLoss && status != RdmaStatus.SUCCESS) {
+            if (ctx instanceof ReceiveBuffers.Slot) {
+                receiveBuffers.free((ReceiveBuffers.Slot) ctx);
+            }
+            return; // what completed still counts; what failed is part of the loss
+        }
         if (ctx instanceof SendBuffers.Slot) {
             sendCompleted((SendBuffers.Slot) ctx, status);
         } else if (ctx instanceof ReceiveBuffers.Slot) {
@@ -623,6 +652,23 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             terminate(TerminationReason.TRANSPORT_ERROR, r.type() + " completed with " + r.status() + " ("
                     + r.status().description() + ")");
         }
+    }
+
+    /**
+     * A post on the established connection was refused. When the endpoint has disconnected
+     * underneath (the provider's event is on its way), this is the RDMA connection's end, not a
+     * transport error: the messages already received are handed over and the loss is the
+     * disconnect's (3.1.7.1), as when the event comes first. Otherwise the provider failed (3.1.4.2).
+     */
+    private void postFailed(String what, RdmaException e) {
+        if (endpoint.state().compareTo(EndpointState.DISCONNECTED) >= 0) {
+            if (!handingOverBeforeLoss) {
+                handingOverBeforeLoss = true; // the rest of this batch is delivered, nothing more posted
+                execute(() -> rdmaConnectionEnded(TerminationReason.PEER_DISCONNECTED, "RDMA connection disconnected"));
+            }
+            return;
+        }
+        terminate(TerminationReason.TRANSPORT_ERROR, what + ": " + e.getMessage());
     }
 
     // ================================================================ 3.1.5.5 - 3.1.5.8 receiving
@@ -804,7 +850,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private void initializeReceiveCredits() {
         releaseNegotiationBuffer();
         try {
-            receiveBuffers = new ReceiveBuffers(endpoint, Math.max(receiveCreditMax, 1), maxReceiveSize,
+            int max = Math.max(receiveCreditMax, 1);
+            receiveBuffers = new ReceiveBuffers(endpoint, Math.min(INITIAL_RECEIVE_BUFFERS, max), max, maxReceiveSize,
                     capabilities.maxRegionSize());
         } catch (RdmaException e) {
             LOG.log(System.Logger.Level.WARNING, this + ": cannot register receive buffers: " + e.getMessage());
@@ -873,6 +920,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         peerCredits--;
         // (Connection.ReceiveCredits was decremented when the completion was taken.)
         receiveCreditTarget = h.creditsRequested();
+        growReceiveBuffers();
         if ((h.flags() & Wire.SMB_DIRECT_RESPONSE_REQUESTED) != 0) {
             // The peer asks for a prompt answer. Read literally, 3.1.5.8 would set KeepaliveRequested
             // to PENDING, which makes 3.1.5.1 put SMB_DIRECT_RESPONSE_REQUESTED on the answer itself,
@@ -1119,7 +1167,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
         } catch (RdmaException e) {
             sendBuffers.release(slot);
-            terminate(TerminationReason.TRANSPORT_ERROR, "send failed: " + e.getMessage());
+            postFailed("send failed", e);
             return false;
         }
         if (LOG.isLoggable(TRACE)) {
@@ -1174,7 +1222,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
      * @return the number of receives newly posted (also added to {@link #creditsToGrant})
      */
     int manageCreditsPriorToSending(boolean sendPath) {
-        if (receiveBuffers == null) {
+        if (receiveBuffers == null || handingOverBeforeLoss) {
             return 0;
         }
         boolean mustPost = receiveCredits == 0 || (sendCredits == 1 && !sendQueue.isEmpty());
@@ -1182,7 +1230,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return 0; // sufficient credits are already present
         }
         int want = 0;
-        int limit = Math.min(receiveCreditTarget, receiveCreditMax);
+        // The receives there are buffers for (growReceiveBuffers adds them as the peer needs them).
+        int limit = Math.min(Math.min(receiveCreditTarget, receiveCreditMax), receiveBuffers.capacity());
         if (receiveCreditTarget > receiveCredits && receiveCredits < receiveCreditMax
                 && (sendPath || receiveCredits <= limit / 2)) {
             want = limit - receiveCredits;
@@ -1194,12 +1243,44 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         try {
             posted = receiveBuffers.post(want);
         } catch (RdmaException e) {
-            terminate(TerminationReason.TRANSPORT_ERROR, "posting receives failed: " + e.getMessage());
+            postFailed("posting receives failed", e);
             return 0;
         }
         receiveCredits += posted;
         creditsToGrant += posted;
         return posted;
+    }
+
+    /**
+     * ReceiveCreditMax is a ceiling, not a reservation: a connection starts with {@link
+     * #INITIAL_RECEIVE_BUFFERS} receive buffers and doubles them when its peer asks for more credits
+     * than there are buffers and has used half of them within {@link #RECEIVE_GROWTH_WINDOW_NANOS}
+     * (more than 1,600 messages a second with the initial 32). Idle and quiet connections stay
+     * small; a busy peer reaches the full window within a few hundred messages. Memory that cannot
+     * be had leaves the connection as it is. Called for every Data Transfer message received.
+     */
+    private void growReceiveBuffers() {
+        if (handingOverBeforeLoss) {
+            return;
+        }
+        int capacity = receiveBuffers.capacity();
+        if (++receivedSinceGrowthCheck < Math.max(1, capacity / 2)) {
+            return;
+        }
+        receivedSinceGrowthCheck = 0;
+        long now = scheduler.nanoTime();
+        boolean busy = now - lastGrowthCheckNanos < RECEIVE_GROWTH_WINDOW_NANOS;
+        lastGrowthCheckNanos = now;
+        if (!busy || capacity >= Math.min(receiveCreditTarget, receiveBuffers.max()) || receiveGrowthFailed) {
+            return;
+        }
+        try {
+            receiveBuffers.grow(capacity);
+        } catch (RdmaException e) {
+            receiveGrowthFailed = true;
+            LOG.log(System.Logger.Level.DEBUG, () -> this + ": receive buffers stay at " + capacity + ": "
+                    + e.getMessage());
+        }
     }
 
     // ================================================================ 3.1.6 timers
@@ -1719,8 +1800,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                     endpoint.postWrite(s, s.sgl, 1, s.remoteOffset, s.remoteToken, 0);
                 }
             } catch (RdmaException e) {
-                terminate(TerminationReason.TRANSPORT_ERROR, (t.read ? "RDMA Read" : "RDMA Write") + " failed: "
-                        + e.getMessage());
+                postFailed(t.read ? "RDMA Read failed" : "RDMA Write failed", e);
                 return;
             }
             rdmaInFlight++;

@@ -13,43 +13,83 @@ import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.Sge;
 
 /**
- * The receive buffers of one connection: a slab of {@code count} x MaxReceiveSize bytes, sliced,
- * as ARCHITECTURE.md asks; registered as one region, or as several regions of whole slots where
- * the provider's region size limit requires. A slot is either posted (counted in
- * Connection.ReceiveCredits), being processed, or free. Actor-confined.
+ * The receive buffers of one connection: slabs of MaxReceiveSize slots, sliced, as ARCHITECTURE.md
+ * asks, each slab registered as one region (or as several regions of whole slots where the
+ * provider's region size limit requires). The connection starts with a few slots and adds slabs
+ * as its peer uses them, up to ReceiveCreditMax, so that an idle connection holds little memory.
+ * A slot is either posted (counted in Connection.ReceiveCredits), being processed, or free.
+ * Actor-confined.
  */
 final class ReceiveBuffers {
     private final Endpoint endpoint;
+    private final int slotSize;
+    private final long maxRegionSize;
     private final List<MemoryRegion> regions = new ArrayList<>();
     private final Slot[] slots;
     private final int[] freeStack;
+    private int count;
     private int freeCount;
 
-    ReceiveBuffers(Endpoint endpoint, int count, int slotSize, long maxRegionSize) throws RdmaException {
+    /**
+     * @param initial the slots to start with
+     * @param max the most slots there will ever be (ReceiveCreditMax)
+     */
+    ReceiveBuffers(Endpoint endpoint, int initial, int max, int slotSize, long maxRegionSize) throws RdmaException {
         if (slotSize > maxRegionSize) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a receive buffer of " + slotSize
                     + " bytes exceeds the provider's region size limit of " + maxRegionSize);
         }
         this.endpoint = endpoint;
-        this.slots = new Slot[count];
-        this.freeStack = new int[count];
-        int perRegion = (int) Math.min(count, maxRegionSize / slotSize);
+        this.slotSize = slotSize;
+        this.maxRegionSize = maxRegionSize;
+        this.slots = new Slot[max];
+        this.freeStack = new int[max];
+        grow(initial);
+    }
+
+    /** The slots there are now. */
+    int capacity() {
+        return count;
+    }
+
+    /** The most slots there may be. */
+    int max() {
+        return slots.length;
+    }
+
+    /**
+     * Adds up to {@code n} free slots, never beyond {@link #max()}; on failure nothing is added.
+     *
+     * @throws RdmaException when memory cannot be allocated or registered
+     */
+    void grow(int n) throws RdmaException {
+        n = Math.min(n, slots.length - count);
+        int perRegion = (int) Math.min(n, maxRegionSize / slotSize);
+        int before = count;
+        int regionsBefore = regions.size();
         try {
-            for (int first = 0; first < count; first += perRegion) {
-                int n = Math.min(perRegion, count - first);
-                ByteBuffer slab = ByteBuffer.allocateDirect(n * slotSize).order(ByteOrder.LITTLE_ENDIAN);
+            while (count < before + n) {
+                int k = Math.min(perRegion, before + n - count);
+                ByteBuffer slab = ByteBuffer.allocateDirect(k * slotSize).order(ByteOrder.LITTLE_ENDIAN);
                 MemoryRegion region = endpoint.register(slab, Access.LOCAL_WRITE);
                 regions.add(region);
-                for (int i = 0; i < n; i++) {
-                    slots[first + i] = new Slot(first + i, slab, region, i * slotSize, slotSize);
+                for (int i = 0; i < k; i++) {
+                    slots[count] = new Slot(count, slab, region, i * slotSize, slotSize);
+                    count++;
                 }
             }
         } catch (RdmaException | OutOfMemoryError e) {
-            release();
+            while (regions.size() > regionsBefore) {
+                deregister(regions.remove(regions.size() - 1));
+            }
+            for (int i = before; i < count; i++) {
+                slots[i] = null;
+            }
+            count = before;
             throw e instanceof RdmaException ? (RdmaException) e
                     : new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, "receive buffers: " + e.getMessage());
         }
-        for (int i = count - 1; i >= 0; i--) {
+        for (int i = count - 1; i >= before; i--) {
             freeStack[freeCount++] = i;
         }
     }
@@ -83,13 +123,17 @@ final class ReceiveBuffers {
 
     void release() {
         for (MemoryRegion r : regions) {
-            try {
-                endpoint.deregister(r);
-            } catch (RdmaException e) {
-                // already gone with the endpoint
-            }
+            deregister(r);
         }
         regions.clear();
+    }
+
+    private void deregister(MemoryRegion r) {
+        try {
+            endpoint.deregister(r);
+        } catch (RdmaException e) {
+            // already gone with the endpoint
+        }
     }
 
     /** One receive buffer: a slice of a slab. */

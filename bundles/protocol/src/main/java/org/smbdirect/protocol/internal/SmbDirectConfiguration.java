@@ -14,7 +14,8 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 @interface SmbDirectConfiguration {
 
     @AttributeDefinition(name = "ReceiveCreditMax", min = "1", max = "65535",
-            description = "Most receive credits granted to a peer (MS-SMBD 3.1.1.1, note 2).")
+            description = "Most receive credits granted to a peer (MS-SMBD 3.1.1.1, note 2); receive buffers "
+                    + "start at 32 and grow to this while the peer is busy.")
     int receiveCreditMax() default 255;
 
     @AttributeDefinition(name = "SendCreditTarget", min = "1", max = "65535",

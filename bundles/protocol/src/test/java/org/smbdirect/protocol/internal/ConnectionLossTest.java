@@ -19,6 +19,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionLostException;
 import org.smbdirect.transport.RegisteredBuffer;
 import org.smbdirect.transport.RemoteAccess;
@@ -143,7 +144,9 @@ class ConnectionLossTest {
      * gracefully; the receiving engine took the disconnect event before the receive completions
      * already in its queue and dropped those messages, although the peer's sends had completed.
      * Here the one engine thread is held by another connection's upper layer while the peer sends
-     * two messages and disconnects, until both the completions and the disconnect event wait.
+     * nine messages and disconnects, until both the completions and the disconnect event wait.
+     * (Found again with more messages: replenishing receives while handing them over failed on the
+     * disconnected endpoint and ended the processing half way.)
      */
     @Test
     void peerSendsThenDisconnects_whileEngineBusy_messagesDeliveredBeforeLoss() throws Exception {
@@ -165,8 +168,14 @@ class ConnectionLossTest {
             upper.onLoss = (c, l) -> order.add("loss " + l.reason());
             holder.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {1}));
             busy.message(); // the engine's thread now waits in the other connection's upper layer
-            assertEquals(RdmaStatus.SUCCESS, e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {2})));
-            assertEquals(RdmaStatus.SUCCESS, e.peer.send(RawPeer.dataTransfer(10, 0, 0, 0, new byte[] {3})));
+            // 9 of the 10 credits: processing them would replenish receives on a connection that is gone
+            List<String> expected = new ArrayList<>();
+            for (int i = 2; i <= 10; i++) {
+                assertEquals(RdmaStatus.SUCCESS, e.peer.send(RawPeer.dataTransfer(10, i == 2 ? 10 : 0, 0, 0,
+                        new byte[] {(byte) i})));
+                expected.add("message " + i);
+            }
+            expected.add("loss PEER_DISCONNECTED");
             e.peer.endpoint.disconnect();
             e.peer.awaitEnded();
             long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
@@ -176,7 +185,59 @@ class ConnectionLossTest {
             }
             release.countDown();
             assertEquals(TerminationReason.PEER_DISCONNECTED, upper.loss().reason());
-            assertEquals(List.of("message 2", "message 3", "loss PEER_DISCONNECTED"), order);
+            assertEquals(expected, order);
+        }
+    }
+
+    /**
+     * Found by the soak: the peer disconnected while the engine was half way through a batch of
+     * received messages (in the upper layer's handler). Replenishing receives then failed on the
+     * disconnected endpoint; the connection ended with TRANSPORT_ERROR ("posting receives failed:
+     * NOT_CONNECTED") and the messages after that point were dropped. A post refused because the
+     * endpoint disconnected is the disconnect: every received message is delivered, then the loss.
+     */
+    @Test
+    void peerDisconnectsWhileEngineMidBatch_replenishingFails_messagesDeliveredThenPeerDisconnected()
+            throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        byte[] request = RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072);
+        try (Established e = Established.passive(fx, t, engineSide, peerSide, upper, request)) {
+            java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            List<String> order = new java.util.concurrent.CopyOnWriteArrayList<>();
+            upper.onMessage = (c, m) -> {
+                order.add("message " + m[0]);
+                if (m[0] == 2) {
+                    inHandler.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException ex) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            };
+            upper.onLoss = (c, l) -> order.add("loss " + l.reason());
+            List<String> expected = new ArrayList<>();
+            for (int i = 2; i <= 10; i++) {
+                assertEquals(RdmaStatus.SUCCESS, e.peer.send(RawPeer.dataTransfer(10, i == 2 ? 10 : 0, 0, 0,
+                        new byte[] {(byte) i})));
+                expected.add("message " + i);
+                if (i == 2) {
+                    assertTrue(inHandler.await(Fixture.TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS));
+                }
+            }
+            expected.add("loss PEER_DISCONNECTED");
+            e.peer.endpoint.disconnect();
+            e.peer.awaitEnded();
+            long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
+            while (!e.connection.hasPendingTasks()) { // the disconnect event has reached the engine
+                assertTrue(System.nanoTime() < deadline, "the disconnect event never reached the engine");
+                Thread.onSpinWait();
+            }
+            release.countDown();
+            ConnectionLoss l = upper.loss();
+            assertEquals(TerminationReason.PEER_DISCONNECTED, l.reason(), l.toString());
+            assertEquals(expected, order);
         }
     }
 

@@ -86,6 +86,64 @@ class CreditManagementTest {
         }
     }
 
+    /**
+     * 3.1.5.9 with ReceiveCreditMax as a ceiling rather than a reservation: the engine starts with
+     * {@link Connection#INITIAL_RECEIVE_BUFFERS} receives; a busy peer (the virtual clock stands
+     * still) asking for 255 makes it double its receive buffers until it grants the full 255.
+     */
+    @Test
+    void receiveBuffers_growWithThePeersUse_upToReceiveCreditMax() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        try (Established e = Established.passive(fx, t, engineSide, peerSide, upper,
+                RawPeer.negotiateRequest(0x0100, 0x0100, 255, 1024, 1024, 131072))) {
+            int credits = e.response.creditsGranted();
+            assertEquals(Connection.INITIAL_RECEIVE_BUFFERS, credits);
+            int peak = credits;
+            int sent = 0;
+            int grant = 8; // credits for the engine's messages: the raw peer reposts each receive it uses
+            while (sent < 2000 && Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)) < 255) {
+                for (; credits > 0; credits--, sent++) {
+                    e.peer.send(RawPeer.dataTransfer(255, grant, 0, 0, new byte[] {(byte) sent}));
+                    grant = 0;
+                }
+                credits += RawPeer.header(e.peer.receive()).creditsGranted(); // the engine's grant
+                grant = 1;
+                peak = Math.max(peak, credits);
+            }
+            assertEquals(255, (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)),
+                    "receive buffers after " + sent + " messages");
+            assertTrue(sent < 1000, "the full window took " + sent + " messages");
+            assertTrue(peak > 128, "the peer held at most " + peak + " credits");
+        }
+    }
+
+    /**
+     * The same peer asking for 255 credits, but sending a message every millisecond: the
+     * connection keeps its first receive buffers.
+     */
+    @Test
+    void peerWithinReplenishment_connectionKeepsItsInitialReceiveBuffers() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        try (Established e = Established.passive(fx, t, engineSide, peerSide, upper,
+                RawPeer.negotiateRequest(0x0100, 0x0100, 255, 1024, 1024, 131072))) {
+            int credits = e.response.creditsGranted();
+            int grant = 8; // credits for the engine's messages, as in the test above
+            for (int i = 0; i < 500; i++) {
+                e.peer.send(RawPeer.dataTransfer(255, grant, 0, 0, new byte[] {(byte) i}));
+                grant = 0;
+                credits--;
+                upper.message();
+                fx.clock.advance(Duration.ofMillis(1));
+                if (credits <= Connection.INITIAL_RECEIVE_BUFFERS / 2) {
+                    credits += RawPeer.header(e.peer.receive()).creditsGranted();
+                    grant = 1;
+                }
+            }
+            assertEquals(Connection.INITIAL_RECEIVE_BUFFERS,
+                    (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)));
+        }
+    }
+
     /** 3.1.5.8: CreditsGranted adds to SendCredits and restarts a stalled send. */
     @Test
     void receive_creditsGranted_restartsQueuedSends() throws Exception {

@@ -191,15 +191,15 @@ class DataTransferTest {
     /** 3.1.5.8: DataLength + RemainingDataLength equal to MaxFragmentedRecvSize is allowed. */
     @Test
     void receive_exactlyMaxFragmentedRecvSize_isAccepted() throws Exception {
-        // 255 credits requested: enough for the 132 fragments without waiting for grants.
+        // Sends of nearly 8 KiB: the 17 fragments fit the credits of the first grant, without waiting for more.
         try (Established e = Established.passive(fx, fx.transport(SmbDirectConfig.builder()
                 .maxFragmentedRecvSize(131072).build(), engineSide), engineSide, peerSide, upper,
-                RawPeer.negotiateRequest(0x0100, 0x0100, 255, 1024, 1024, 131072))) {
-            assertEquals(255, e.response.creditsGranted());
+                RawPeer.negotiateRequest(0x0100, 0x0100, 255, 8136, 1024, 131072))) {
+            assertEquals(Connection.INITIAL_RECEIVE_BUFFERS, e.response.creditsGranted());
             byte[] data = pattern(131072, 5);
             int sent = 0;
             while (sent < data.length) {
-                int n = Math.min(1000, data.length - sent);
+                int n = Math.min(8000, data.length - sent);
                 e.peer.send(RawPeer.dataTransfer(10, sent == 0 ? 10 : 0, 0, data.length - sent - n,
                         Arrays.copyOfRange(data, sent, sent + n)));
                 sent += n;

@@ -95,13 +95,26 @@ class UpperLayerMisuseTest {
 
     @Test
     void tooManyPendingSends_refused() throws Exception {
-        // The server allows 4 waiting sends; the client grants nothing until it receives, so they wait.
+        // The server allows 4 waiting sends. Its engine thread is held in its upper layer, so the
+        // sends wait whatever credits it has.
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        atServer.onMessage = (c, m) -> {
+            try {
+                release.await();
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        client.send(ByteBuffer.wrap(new byte[] {99}));
+        atServer.message();
         for (int i = 0; i < 4; i++) {
             server.send(ByteBuffer.wrap(new byte[] {(byte) i}));
         }
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> server.send(ByteBuffer.wrap(new byte[1])));
         assertTrue(e.getMessage().contains("maxPendingSends 4"), e.getMessage());
+        atServer.onMessage = null;
+        release.countDown();
         for (int i = 0; i < 4; i++) {
             assertEquals(i, atClient.message().data[0]);
         }
