@@ -11,7 +11,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
@@ -19,12 +21,14 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.transport.BufferDescriptorV1;
 import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionLostException;
 import org.smbdirect.transport.RegisteredBuffer;
 import org.smbdirect.transport.RemoteAccess;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectException;
 import org.smbdirect.transport.SmbDirectListener;
 import org.smbdirect.transport.TerminationReason;
 
@@ -92,6 +96,65 @@ class ConnectionLossTest {
             long[] atLoss = Fixture.get(seen);
             assertEquals(0, atLoss[0], "registrations counted live during onConnectionLost");
             assertEquals(0, atLoss[1], "the buffer still registered during onConnectionLost");
+        }
+    }
+
+    /**
+     * Found by the bundle lifecycle test (bundles/itest): once the RDMA connection had ended under
+     * the engine (the peer disconnected; the provider's event not yet processed), registering a
+     * buffer, and the local registration of an RDMA Read, failed with a plain {@link
+     * SmbDirectException}. The bulk layer took that for a lack of buffers, skipped the send and
+     * delivered later ones past the gap. Both fail with {@link ConnectionLostException} carrying the
+     * loss that the connection then reports (3.1.7.1).
+     */
+    @Test
+    void rdmaConnectionEndedUnderneath_registerAndRdmaReadFailWithTheLossTheConnectionReports() throws Exception {
+        CountDownLatch inHandler = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        upper.onMessage = (c, m) -> {
+            // holds the connection's engine thread: the disconnect event waits behind it
+            inHandler.countDown();
+            try {
+                release.await(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (InterruptedException x) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {1}));
+            assertTrue(inHandler.await(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
+            e.peer.endpoint.disconnect();
+            List<BufferDescriptorV1> remote = List.of(new BufferDescriptorV1(0, 1, 16));
+            List<CompletableFuture<Void>> reads = new ArrayList<>();
+            Throwable readFailure = null;
+            long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
+            // until the provider refuses the read's local registration (its endpoint disconnected)
+            while (readFailure == null && System.nanoTime() < deadline) {
+                CompletableFuture<Void> r = e.connection.rdmaRead(ByteBuffer.allocateDirect(16), remote, 0)
+                        .toCompletableFuture();
+                if (r.isCompletedExceptionally()) {
+                    readFailure = assertThrows(ExecutionException.class, r::get).getCause();
+                } else {
+                    reads.add(r);
+                    Thread.yield();
+                }
+            }
+            ConnectionLostException lost = assertInstanceOf(ConnectionLostException.class, readFailure,
+                    "the read failed because the connection ended underneath: " + readFailure);
+            ConnectionLostException registerLost = assertThrows(ConnectionLostException.class,
+                    () -> e.connection.register(ByteBuffer.allocateDirect(16), RemoteAccess.READ));
+            assertFalse(e.connection.isOpen());
+            release.countDown();
+            ConnectionLoss reported = upper.loss();
+            assertEquals(TerminationReason.PEER_DISCONNECTED, reported.reason());
+            assertEquals(reported, lost.loss(), "the read's failure names the loss the connection reports");
+            assertEquals(reported, registerLost.loss());
+            for (CompletableFuture<Void> r : reads) {
+                assertInstanceOf(ConnectionLostException.class, assertThrows(ExecutionException.class,
+                        () -> Fixture.get(r)).getCause(), "a read queued before the loss");
+            }
+        } finally {
+            release.countDown();
         }
     }
 
