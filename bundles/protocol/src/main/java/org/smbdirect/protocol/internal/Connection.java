@@ -1713,7 +1713,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             registrationsLive.decrementAndGet();
         }
         if (first != null) {
-            throw providerFailure("deregistration failed", first);
+            SmbDirectException failure = providerFailure("deregistration failed", first);
+            // Once the connection has ended, even underneath, the endpoint's close releases the
+            // regions: deregistering is as harmless as after the loss.
+            if (!(failure instanceof ConnectionLostException)) {
+                throw failure;
+            }
         }
     }
 

@@ -101,18 +101,36 @@ class ConnectionLossTest {
 
     /**
      * Found by the bundle lifecycle test (bundles/itest): once the RDMA connection had ended under
-     * the engine (the peer disconnected; the provider's event not yet processed), registering a
-     * buffer, and the local registration of an RDMA Read, failed with a plain {@link
-     * SmbDirectException}. The bulk layer took that for a lack of buffers, skipped the send and
-     * delivered later ones past the gap. Both fail with {@link ConnectionLostException} carrying the
-     * loss that the connection then reports (3.1.7.1).
+     * the engine (the peer disconnected, or the provider closed its endpoints; the provider's event
+     * not yet processed), registering a buffer, and the local registration of an RDMA Read, failed
+     * with a plain {@link SmbDirectException}. The bulk layer took that for a lack of buffers,
+     * skipped the send and delivered later ones past the gap; deregistering failed too (logged as
+     * a warning). Both fail with {@link ConnectionLostException} carrying the loss that the
+     * connection then reports (3.1.7.1); deregistration succeeds, as it does after the loss.
      */
     @Test
-    void rdmaConnectionEndedUnderneath_registerAndRdmaReadFailWithTheLossTheConnectionReports() throws Exception {
+    void peerDisconnectedUnderneath_registerAndRdmaReadReportTheLoss_deregisterIsHarmless() throws Exception {
+        connectionEndsUnderneath(e -> e.peer.endpoint.disconnect(), false);
+    }
+
+    /**
+     * As {@link #peerDisconnectedUnderneath_registerAndRdmaReadReportTheLoss_deregisterIsHarmless},
+     * the provider closing the endpoint; its close has returned, so deregistration comes first.
+     */
+    @Test
+    void providerClosedUnderneath_deregisterIsHarmless_registerAndRdmaReadReportTheLoss() throws Exception {
+        connectionEndsUnderneath(e -> engineSide.close(), true);
+    }
+
+    private interface Ending {
+        void end(Established e) throws Exception;
+    }
+
+    private void connectionEndsUnderneath(Ending ending, boolean deregisterFirst) throws Exception {
         CountDownLatch inHandler = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         upper.onMessage = (c, m) -> {
-            // holds the connection's engine thread: the disconnect event waits behind it
+            // holds the connection's engine thread: the provider's event waits behind it
             inHandler.countDown();
             try {
                 release.await(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
@@ -121,14 +139,19 @@ class ConnectionLossTest {
             }
         };
         try (Established e = established(SmbDirectConfig.defaults())) {
+            RegisteredBuffer before = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.READ);
             e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {1}));
             assertTrue(inHandler.await(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
-            e.peer.endpoint.disconnect();
+            ending.end(e);
+            if (deregisterFirst) {
+                before.deregister();
+                assertFalse(before.isRegistered());
+            }
             List<BufferDescriptorV1> remote = List.of(new BufferDescriptorV1(0, 1, 16));
             List<CompletableFuture<Void>> reads = new ArrayList<>();
             Throwable readFailure = null;
             long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
-            // until the provider refuses the read's local registration (its endpoint disconnected)
+            // until the provider refuses the read's local registration (its endpoint ended)
             while (readFailure == null && System.nanoTime() < deadline) {
                 CompletableFuture<Void> r = e.connection.rdmaRead(ByteBuffer.allocateDirect(16), remote, 0)
                         .toCompletableFuture();
@@ -144,6 +167,8 @@ class ConnectionLossTest {
             ConnectionLostException registerLost = assertThrows(ConnectionLostException.class,
                     () -> e.connection.register(ByteBuffer.allocateDirect(16), RemoteAccess.READ));
             assertFalse(e.connection.isOpen());
+            before.deregister();
+            assertFalse(before.isRegistered());
             release.countDown();
             ConnectionLoss reported = upper.loss();
             assertEquals(TerminationReason.PEER_DISCONNECTED, reported.reason());
@@ -153,6 +178,7 @@ class ConnectionLossTest {
                 assertInstanceOf(ConnectionLostException.class, assertThrows(ExecutionException.class,
                         () -> Fixture.get(r)).getCause(), "a read queued before the loss");
             }
+            assertEquals(0, e.connection.statistics().registrationsLive());
         } finally {
             release.countDown();
         }
