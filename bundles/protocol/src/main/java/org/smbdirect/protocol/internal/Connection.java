@@ -293,6 +293,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         return connectFuture;
     }
 
+    /** Completes when the connection has ended and released its endpoint and completion queue. */
+    CompletableFuture<Void> ended() {
+        return closeFuture;
+    }
+
     /** Runs a task in the actor. */
     void execute(Runnable task) {
         tasks.add(task);
@@ -371,8 +376,20 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         }, timeout.toNanos());
     }
 
+    /**
+     * Whether the connection ended, or its provider is being removed, before its first step ran:
+     * then the step must not touch the provider (its removal may have returned already); the
+     * termination queued by the removal ends the connection.
+     */
+    private boolean endedBeforeStart() {
+        return phase.compareTo(Phase.TERMINATING) >= 0 || providerStopped != null;
+    }
+
     /** MS-SMBD 3.1.4.1 Connecting to the Peer (in the actor). */
     private void connectingToThePeer() {
+        if (endedBeforeStart()) {
+            return;
+        }
         initialValues(Role.ACTIVE);
         startNegotiationTimer(config.activeNegotiationTimeout());
         try {
@@ -396,6 +413,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
 
     /** MS-SMBD 3.1.7.2 Connection Arrival (in the actor). */
     private void connectionArrival(ConnectionRequest request) {
+        if (endedBeforeStart()) {
+            return; // the provider's closing answers the request
+        }
         initialValues(Role.PASSIVE);
         startNegotiationTimer(config.passiveNegotiationTimeout());
         try {

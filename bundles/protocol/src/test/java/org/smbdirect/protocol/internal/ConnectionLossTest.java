@@ -437,6 +437,41 @@ class ConnectionLossTest {
         }
     }
 
+    /**
+     * Found by the bundle lifecycle test: removeProvider returned while the connections it carried
+     * were still ending, and the provider's owner then closed the provider (in OSGi its bundle then
+     * goes away) under them; a connect or an arriving connection could also still be made on the
+     * provider after the removal had looked for its connections, and nobody ended it. Now the
+     * removal returns once every carried connection has ended and released its endpoint and
+     * completion queue, and nothing new is made on the provider afterwards.
+     */
+    @Test
+    void providerRemoved_returnsOnceItsConnectionsEnded_nothingNewIsMadeOnIt() throws Exception {
+        RdmaProvider p = fx.provider();
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), p);
+        Recorder listening = new Recorder();
+        Recorder connecting = new Recorder();
+        SmbDirectListener l = t.listen(fx.anyAddress(p), listening);
+        List<SmbDirectConnection> ends = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ends.add(t.connect(l.localAddress(), connecting, Fixture.TIMEOUT));
+            ends.add(listening.connection());
+        }
+        java.net.InetSocketAddress at = l.localAddress(); // null once no provider is under the listener
+        t.removeProvider(p);
+        // no waiting: the removal has returned, so everything on the provider has ended
+        assertTrue(t.connections().isEmpty(), "connections left on the removed provider: " + t.connections());
+        for (SmbDirectConnection c : ends) {
+            assertEquals(TerminationReason.PROVIDER_STOPPED, c.loss().orElseThrow().reason(), c.toString());
+        }
+        assertEquals(0L, t.statistics().connectionsOpen());
+        assertThrows(SmbDirectException.class, () -> t.listen(fx.anyAddress(p), listening));
+        assertInstanceOf(SmbDirectException.class, assertThrows(ExecutionException.class,
+                () -> Fixture.get(t.connect(at, connecting).toCompletableFuture())).getCause());
+        p.close();
+        assertTrue(t.connections().isEmpty());
+    }
+
     /** Closing the transport ends its connections with TRANSPORT_SHUTDOWN and stops its threads. */
     @Test
     void transportClose_endsConnections() throws Exception {
