@@ -19,7 +19,9 @@ public interface BulkTransfer {
      *
      * @param remote the peer's address
      * @param handler receives the session's data
-     * @return completes with the session once both sides exchanged their capabilities
+     * @return completes with the session once both sides exchanged their capabilities, or
+     *         exceptionally with {@link SmbDirectException}, also when this service was closed (in
+     *         OSGi: its component was deactivated, the service is gone)
      */
     CompletionStage<BulkSession> connect(InetSocketAddress remote, BulkHandler handler);
 
@@ -30,7 +32,8 @@ public interface BulkTransfer {
      * @param handler receives the session's data
      * @param timeout how long to wait
      * @return the session
-     * @throws SmbDirectException when the connection failed or did not complete in time
+     * @throws SmbDirectException when the connection failed or did not complete in time, or this
+     *         service was closed
      * @throws InterruptedException when interrupted while waiting
      * @throws IllegalStateException when called on an SMB Direct engine thread (from a handler or
      *         a completion callback), where waiting could deadlock
@@ -44,7 +47,8 @@ public interface BulkTransfer {
      * @param local the local address; port 0 chooses one
      * @param handler receives each new session
      * @return the listener
-     * @throws SmbDirectException when no RDMA provider is available or the address is unusable
+     * @throws SmbDirectException when no RDMA provider is available, the address is unusable, or
+     *         this service was closed (in OSGi: its component was deactivated, the service is gone)
      */
     BulkListener listen(InetSocketAddress local, BulkAcceptHandler handler) throws SmbDirectException;
 

@@ -3,6 +3,7 @@ package org.smbdirect.bulk.internal;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -35,6 +36,8 @@ final class BulkTransferImpl implements BulkTransfer {
     private volatile BulkConfig config;
     private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
     private final Set<Listener> listeners = ConcurrentHashMap.newKeySet();
+    /** Set by {@link #closeAll}; guarded by {@code this} together with adding to the sets above. */
+    private boolean closed;
 
     BulkTransferImpl(SmbDirect transport, BulkConfig config, Allocator allocator, Duration helloTimeout) {
         this.transport = Objects.requireNonNull(transport, "transport");
@@ -65,7 +68,10 @@ final class BulkTransferImpl implements BulkTransfer {
         Objects.requireNonNull(remote, "remote");
         Objects.requireNonNull(handler, "handler");
         Session s = new Session(this, config, allocator, handler, null);
-        sessions.add(s);
+        if (!track(s)) {
+            s.connectFailed(closedException());
+            return s;
+        }
         CompletionStage<org.smbdirect.transport.SmbDirectConnection> connecting;
         try {
             connecting = transport.connect(remote, s);
@@ -87,17 +93,42 @@ final class BulkTransferImpl implements BulkTransfer {
     @Override
     public BulkListener listen(InetSocketAddress local, BulkAcceptHandler handler) throws SmbDirectException {
         Objects.requireNonNull(handler, "handler");
-        Listener[] self = new Listener[1];
+        synchronized (this) {
+            if (closed) {
+                throw closedException();
+            }
+        }
         SmbDirectListener l = transport.listen(local, c -> {
             Session s = new Session(this, config, allocator, null, handler);
-            sessions.add(s);
+            if (!track(s)) {
+                return null; // arrived while the service was closing: the transport closes the connection
+            }
             s.start(c);
             helloTimer(s);
             return s;
         });
-        self[0] = new Listener(l);
-        listeners.add(self[0]);
-        return self[0];
+        Listener made = new Listener(l);
+        synchronized (this) {
+            if (!closed) {
+                listeners.add(made);
+                return made;
+            }
+        }
+        l.close();
+        throw closedException();
+    }
+
+    /** Adds a session unless the service is closed (then {@link #closeAll} would not see it). */
+    private synchronized boolean track(Session s) {
+        if (closed) {
+            return false;
+        }
+        sessions.add(s);
+        return true;
+    }
+
+    private static SmbDirectException closedException() {
+        return new SmbDirectException("the bulk-transfer service was closed (its component was deactivated)");
     }
 
     /**
@@ -128,12 +159,23 @@ final class BulkTransferImpl implements BulkTransfer {
         sessions.remove(s);
     }
 
-    /** Stops every listener and closes every session (the service goes away). */
+    /**
+     * Stops every listener and closes every session (the service goes away). From then on {@link
+     * #listen} and {@link #connect} fail with {@link SmbDirectException}: a caller still holding the
+     * service object cannot open what nobody would close.
+     */
     void closeAll() {
-        for (Listener l : new ArrayList<>(listeners)) {
+        List<Listener> ls;
+        List<Session> ss;
+        synchronized (this) {
+            closed = true;
+            ls = new ArrayList<>(listeners);
+            ss = new ArrayList<>(sessions);
+        }
+        for (Listener l : ls) {
             l.close();
         }
-        for (Session s : new ArrayList<>(sessions)) {
+        for (Session s : ss) {
             s.closeAsync();
         }
     }

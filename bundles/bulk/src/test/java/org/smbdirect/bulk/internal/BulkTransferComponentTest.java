@@ -1,6 +1,7 @@
 package org.smbdirect.bulk.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -19,6 +21,7 @@ import org.smbdirect.bulk.BulkListener;
 import org.smbdirect.bulk.BulkSession;
 import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectException;
 
 /** The DS component: typed configuration checked by {@link BulkConfig}, metatype and defaults in agreement. */
 class BulkTransferComponentTest {
@@ -92,6 +95,37 @@ class BulkTransferComponentTest {
             java.net.InetSocketAddress address = l.localAddress();
             assertThrows(org.smbdirect.transport.SmbDirectException.class,
                     () -> c.connect(address, atClient, BulkFixture.TIMEOUT), "the listener was stopped");
+        }
+    }
+
+    /**
+     * Found by the bundle lifecycle test (bundles/itest): the service object of a deactivated
+     * component, still held by a consumer racing with the service's removal, went on listening and
+     * connecting, making listeners and sessions that no deactivation would ever close. It refuses
+     * with {@link SmbDirectException} instead, and opens nothing.
+     */
+    @Test
+    void deactivatedComponent_refusesListenAndConnect_opensNothing() throws Exception {
+        try (BulkFixture fx = new BulkFixture()) {
+            var provider = fx.provider(Map.of());
+            SmbDirect t = fx.transport(provider, SmbDirectConfig.defaults());
+            BulkTransferComponent live = new BulkTransferComponent(t, configuration(new HashMap<>()));
+            java.net.InetSocketAddress any = new java.net.InetSocketAddress(provider.addresses().get(0), 0);
+            BulkListener l = live.listen(any, s -> new BulkFixture.Received());
+            BulkTransferComponent c = new BulkTransferComponent(t, configuration(new HashMap<>()));
+            c.deactivate();
+
+            SmbDirectException refused = assertThrows(SmbDirectException.class,
+                    () -> c.listen(any, s -> new BulkFixture.Received()));
+            assertTrue(refused.getMessage().contains("closed"), refused.getMessage());
+            ExecutionException failed = assertThrows(ExecutionException.class, () -> c.connect(l.localAddress(),
+                    new BulkFixture.Received()).toCompletableFuture().get(BulkFixture.TIMEOUT.toMillis(),
+                            TimeUnit.MILLISECONDS));
+            assertInstanceOf(SmbDirectException.class, failed.getCause());
+            assertThrows(SmbDirectException.class,
+                    () -> c.connect(l.localAddress(), new BulkFixture.Received(), BulkFixture.TIMEOUT));
+            assertEquals(java.util.List.of(), t.connections(), "no connection was made");
+            live.deactivate();
         }
     }
 }

@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import java.util.function.Function;
 
 import org.smbdirect.protocol.wire.internal.DataTransferHeader;
@@ -222,7 +223,10 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private boolean sendsClosed;
     private final Map<Integer, RegisteredBufferImpl> registrations = new ConcurrentHashMap<>();
     private final AtomicInteger registrationsLive = new AtomicInteger();
+    /** Why the connection ended; set once, by {@link #recordLoss}, from any thread. */
     private volatile ConnectionLoss loss;
+    private static final AtomicReferenceFieldUpdater<Connection, ConnectionLoss> LOSS =
+            AtomicReferenceFieldUpdater.newUpdater(Connection.class, ConnectionLoss.class, "loss");
     /** Set, before the provider closes, when the provider carrying the connection is going away. */
     private volatile String providerStopped;
     private volatile ConnectionHandler handler;
@@ -287,6 +291,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
 
     CompletableFuture<SmbDirectConnection> connectFuture() {
         return connectFuture;
+    }
+
+    /** Completes when the connection has ended and released its endpoint and completion queue. */
+    CompletableFuture<Void> ended() {
+        return closeFuture;
     }
 
     /** Runs a task in the actor. */
@@ -367,8 +376,20 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         }, timeout.toNanos());
     }
 
+    /**
+     * Whether the connection ended, or its provider is being removed, before its first step ran:
+     * then the step must not touch the provider (its removal may have returned already); the
+     * termination queued by the removal ends the connection.
+     */
+    private boolean endedBeforeStart() {
+        return phase.compareTo(Phase.TERMINATING) >= 0 || providerStopped != null;
+    }
+
     /** MS-SMBD 3.1.4.1 Connecting to the Peer (in the actor). */
     private void connectingToThePeer() {
+        if (endedBeforeStart()) {
+            return;
+        }
         initialValues(Role.ACTIVE);
         startNegotiationTimer(config.activeNegotiationTimeout());
         try {
@@ -392,6 +413,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
 
     /** MS-SMBD 3.1.7.2 Connection Arrival (in the actor). */
     private void connectionArrival(ConnectionRequest request) {
+        if (endedBeforeStart()) {
+            return; // the provider's closing answers the request
+        }
         initialValues(Role.PASSIVE);
         startNegotiationTimer(config.passiveNegotiationTimeout());
         try {
@@ -499,7 +523,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             if (closing && reason == TerminationReason.PEER_DISCONNECTED) {
                 reason = TerminationReason.LOCAL_CLOSE;
             }
-            loss = lossFor(reason, detail);
+            recordLoss(lossFor(reason, detail));
         }
         if (phase == Phase.ESTABLISHED) {
             // The messages the peer sent before the end are already received, in the completion
@@ -1368,9 +1392,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         if (phase.compareTo(Phase.TERMINATING) >= 0) {
             return;
         }
-        if (loss == null) {
-            loss = lossFor(reason, detail);
-        }
+        recordLoss(lossFor(reason, detail));
         LOG.log(isFailure(loss.reason()) ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
                 () -> this + " terminating: " + loss.message());
         phase = Phase.TERMINATING;
@@ -1443,8 +1465,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             closeTimer.cancel();
         }
         ConnectionLoss why = loss != null ? loss
-                : lossFor(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended");
-        loss = why;
+                : recordLoss(lossFor(TerminationReason.PEER_DISCONNECTED, "RDMA connection ended"));
         ConnectionLostException failure = new ConnectionLostException(why);
         // Every message not yet completed: queued, partly posted, or with fragments in flight.
         List<OutgoingMessage> failed = new ArrayList<>(sendQueue);
@@ -1712,7 +1733,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             registrationsLive.decrementAndGet();
         }
         if (first != null) {
-            throw providerFailure("deregistration failed", first);
+            SmbDirectException failure = providerFailure("deregistration failed", first);
+            // Once the connection has ended, even underneath, the endpoint's close releases the
+            // regions: deregistering is as harmless as after the loss.
+            if (!(failure instanceof ConnectionLostException)) {
+                throw failure;
+            }
         }
     }
 
@@ -1940,9 +1966,33 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         }
     }
 
+    /**
+     * A provider call failed. When the RDMA connection has already ended under the connection
+     * (its endpoint is no longer connected; the provider's event is on its way, not yet
+     * processed), the connection is lost (MS-SMBD 3.1.7.1): the failure says so, with the loss
+     * the connection will report, rather than as a refusal that an upper layer takes for a lack
+     * of resources.
+     */
     private SmbDirectException providerFailure(String what, RdmaException e) {
         ConnectionLoss l = loss;
+        Endpoint ep = endpoint;
+        if (l == null && ep != null && ep.state().compareTo(EndpointState.DISCONNECTED) >= 0) {
+            // what the disconnect event will record (rdmaConnectionEnded); the first loss recorded stands
+            l = recordLoss(lossFor(closing ? TerminationReason.LOCAL_CLOSE : TerminationReason.PEER_DISCONNECTED,
+                    "RDMA connection disconnected"));
+        }
         return l != null ? new ConnectionLostException(l) : new SmbDirectException(what + ": " + e.getMessage(), e);
+    }
+
+    /**
+     * Records why the connection ended unless a reason is recorded already: the first one
+     * recorded is the one reported, whichever thread recorded it.
+     *
+     * @return the recorded loss
+     */
+    private ConnectionLoss recordLoss(ConnectionLoss l) {
+        LOSS.compareAndSet(this, null, l);
+        return loss;
     }
 
     static void refuseOnEngineThread(String call) {

@@ -14,6 +14,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import org.smbdirect.rdma.ConnectionRequest;
 import org.smbdirect.rdma.RdmaProvider;
@@ -53,6 +54,13 @@ public final class SmbDirectTransport implements SmbDirect {
     private long established;
     private long failedAttempts;
     private volatile boolean closed;
+    /**
+     * Read: choosing a provider and registering the connection or listener made on it (by the
+     * upper layer's threads; a provider's own threads, in {@link #arrive}, never take it). Write:
+     * changing the providers and closing the transport, so that no connection or listener is made
+     * on a provider after its removal has looked for them. Never held while waiting.
+     */
+    private final ReentrantReadWriteLock providerLock = new ReentrantReadWriteLock();
     private final java.util.concurrent.atomic.AtomicLong internalErrors = new java.util.concurrent.atomic.AtomicLong();
 
     /**
@@ -85,8 +93,13 @@ public final class SmbDirectTransport implements SmbDirect {
      * @param order breaks ties: lower is preferred (for services, the service id)
      */
     public void addProvider(RdmaProvider provider, int ranking, long order) {
-        providers.add(new Binding(provider, ranking, order));
-        sortProviders();
+        providerLock.writeLock().lock();
+        try {
+            providers.add(new Binding(provider, ranking, order));
+            sortProviders();
+        } finally {
+            providerLock.writeLock().unlock();
+        }
         rebindListeners();
     }
 
@@ -97,34 +110,47 @@ public final class SmbDirectTransport implements SmbDirect {
      * @param ranking the new ranking
      */
     public void updateProvider(RdmaProvider provider, int ranking) {
-        for (Binding b : providers) {
-            if (b.provider == provider) {
-                b.ranking = ranking;
+        providerLock.writeLock().lock();
+        try {
+            for (Binding b : providers) {
+                if (b.provider == provider) {
+                    b.ranking = ranking;
+                }
             }
+            sortProviders();
+        } finally {
+            providerLock.writeLock().unlock();
         }
-        sortProviders();
         rebindListeners();
     }
 
     /**
      * Removes a provider: its connections end with {@link TerminationReason#PROVIDER_STOPPED} and
-     * its listeners move to the next preferred provider.
+     * its listeners move to the next preferred provider. Returns once those connections have
+     * ended and released what they held of the provider (bounded by twice the keepalive response
+     * timeout): the provider's owner closes it next, and in OSGi its bundle may then go away, so
+     * nothing here may touch it afterwards.
      *
      * @param provider the provider going away
      */
     public void removeProvider(RdmaProvider provider) {
-        providers.removeIf(b -> b.provider == provider);
         String detail = "provider " + provider.type() + "/" + provider.name() + " stopped";
         List<Connection> carried = new ArrayList<>();
-        for (Connection c : connections) {
-            if (c.provider == provider) {
-                carried.add(c);
+        providerLock.writeLock().lock();
+        try {
+            providers.removeIf(b -> b.provider == provider);
+            for (Connection c : connections) {
+                if (c.provider == provider) {
+                    carried.add(c);
+                }
             }
-        }
-        // Every connection learns that the provider is going first, then they end: ending one
-        // disconnects its peer, which may be another of these connections.
-        for (Connection c : carried) {
-            c.providerStopping(detail);
+            // Every connection learns that the provider is going first, then they end: ending one
+            // disconnects its peer, which may be another of these connections.
+            for (Connection c : carried) {
+                c.providerStopping(detail);
+            }
+        } finally {
+            providerLock.writeLock().unlock();
         }
         for (Connection c : carried) {
             c.execute(() -> c.terminate(TerminationReason.PROVIDER_STOPPED, detail));
@@ -133,6 +159,36 @@ public final class SmbDirectTransport implements SmbDirect {
             l.providerGone(provider);
         }
         rebindListeners();
+        awaitEnded(carried, detail);
+    }
+
+    /** Waits until the connections have ended, unless on an engine thread (which they need). */
+    private void awaitEnded(List<Connection> ending, String why) {
+        if (ending.isEmpty() || Thread.currentThread() instanceof EventLoopGroup.EngineThread) {
+            return;
+        }
+        List<CompletableFuture<Void>> ends = new ArrayList<>();
+        for (Connection c : ending) {
+            ends.add(c.ended());
+        }
+        try {
+            CompletableFuture.allOf(ends.toArray(new CompletableFuture<?>[0]))
+                    .get(config.keepaliveResponseTimeout().toMillis() * 2 + 1000, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            LOG.log(System.Logger.Level.WARNING, "not every connection ended (" + why + "): " + e);
+        }
+    }
+
+    /** Whether the provider is one this transport may use. */
+    private boolean bound(RdmaProvider p) {
+        for (Binding b : providers) {
+            if (b.provider == p) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private synchronized void sortProviders() {
@@ -148,9 +204,14 @@ public final class SmbDirectTransport implements SmbDirect {
     }
 
     private void rebindListeners() {
-        RdmaProvider p = preferred();
-        for (Listener l : listeners) {
-            l.follow(p);
+        providerLock.readLock().lock();
+        try {
+            RdmaProvider p = preferred();
+            for (Listener l : listeners) {
+                l.follow(p);
+            }
+        } finally {
+            providerLock.readLock().unlock();
         }
     }
 
@@ -173,16 +234,22 @@ public final class SmbDirectTransport implements SmbDirect {
     public CompletionStage<SmbDirectConnection> connect(InetSocketAddress remote, ConnectionHandler handler) {
         java.util.Objects.requireNonNull(remote, "remote");
         java.util.Objects.requireNonNull(handler, "handler");
-        if (closed) {
-            return CompletableFuture.failedFuture(new SmbDirectException("the SMB Direct transport is closed"));
+        Connection c;
+        providerLock.readLock().lock();
+        try {
+            if (closed) {
+                return CompletableFuture.failedFuture(new SmbDirectException("the SMB Direct transport is closed"));
+            }
+            RdmaProvider p = preferred();
+            if (p == null) {
+                return CompletableFuture.failedFuture(new SmbDirectException("no RDMA provider is available"));
+            }
+            c = Connection.connect(this, p, config, loops.next(), remote, handler);
+            connections.add(c);
+            c.start();
+        } finally {
+            providerLock.readLock().unlock();
         }
-        RdmaProvider p = preferred();
-        if (p == null) {
-            return CompletableFuture.failedFuture(new SmbDirectException("no RDMA provider is available"));
-        }
-        Connection c = Connection.connect(this, p, config, loops.next(), remote, handler);
-        connections.add(c);
-        c.start();
         return c.connectFuture();
     }
 
@@ -197,32 +264,43 @@ public final class SmbDirectTransport implements SmbDirect {
     public SmbDirectListener listen(InetSocketAddress local, AcceptHandler handler) throws SmbDirectException {
         java.util.Objects.requireNonNull(local, "local");
         java.util.Objects.requireNonNull(handler, "handler");
-        if (closed) {
-            throw new SmbDirectException("the SMB Direct transport is closed");
+        providerLock.readLock().lock();
+        try {
+            if (closed) {
+                throw new SmbDirectException("the SMB Direct transport is closed");
+            }
+            RdmaProvider p = preferred();
+            if (p == null) {
+                throw new SmbDirectException("no RDMA provider is available to listen on " + local);
+            }
+            Listener l = new Listener(local, handler);
+            l.bind(p, true);
+            listeners.add(l);
+            return l;
+        } finally {
+            providerLock.readLock().unlock();
         }
-        RdmaProvider p = preferred();
-        if (p == null) {
-            throw new SmbDirectException("no RDMA provider is available to listen on " + local);
-        }
-        Listener l = new Listener(local, handler);
-        l.bind(p, true);
-        listeners.add(l);
-        return l;
     }
 
     /** A connection request reached a listener bound to {@code provider} (MS-SMBD 3.1.7.2). */
     void arrive(RdmaProvider provider, ConnectionRequest request, AcceptHandler handler) {
-        if (closed) {
-            try {
-                request.reject(null);
-            } catch (org.smbdirect.rdma.RdmaException e) {
-                // already answered
+        // No lock here: this runs on the provider's thread, which its own listener close may wait
+        // for. Checked before and after registering the connection: a removal (or close) that did
+        // not find it has made the second check fail.
+        if (!closed && bound(provider)) {
+            Connection c = Connection.arrive(this, provider, config, loops.next(), request, handler);
+            connections.add(c);
+            if (!closed && bound(provider)) {
+                c.start();
+                return;
             }
-            return;
+            connections.remove(c);
         }
-        Connection c = Connection.arrive(this, provider, config, loops.next(), request, handler);
-        connections.add(c);
-        c.start();
+        try {
+            request.reject(null);
+        } catch (org.smbdirect.rdma.RdmaException e) {
+            // already answered
+        }
     }
 
     @Override
@@ -291,10 +369,15 @@ public final class SmbDirectTransport implements SmbDirect {
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
+        providerLock.writeLock().lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true; // from now on nothing new starts: connect, listen and arrive check it under the lock
+        } finally {
+            providerLock.writeLock().unlock();
         }
-        closed = true;
         for (Listener l : listeners) {
             l.close();
         }

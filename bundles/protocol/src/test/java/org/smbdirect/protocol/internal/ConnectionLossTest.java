@@ -11,7 +11,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
@@ -19,12 +21,14 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.transport.BufferDescriptorV1;
 import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionLostException;
 import org.smbdirect.transport.RegisteredBuffer;
 import org.smbdirect.transport.RemoteAccess;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectException;
 import org.smbdirect.transport.SmbDirectListener;
 import org.smbdirect.transport.TerminationReason;
 
@@ -92,6 +96,91 @@ class ConnectionLossTest {
             long[] atLoss = Fixture.get(seen);
             assertEquals(0, atLoss[0], "registrations counted live during onConnectionLost");
             assertEquals(0, atLoss[1], "the buffer still registered during onConnectionLost");
+        }
+    }
+
+    /**
+     * Found by the bundle lifecycle test (bundles/itest): once the RDMA connection had ended under
+     * the engine (the peer disconnected, or the provider closed its endpoints; the provider's event
+     * not yet processed), registering a buffer, and the local registration of an RDMA Read, failed
+     * with a plain {@link SmbDirectException}. The bulk layer took that for a lack of buffers,
+     * skipped the send and delivered later ones past the gap; deregistering failed too (logged as
+     * a warning). Both fail with {@link ConnectionLostException} carrying the loss that the
+     * connection then reports (3.1.7.1); deregistration succeeds, as it does after the loss.
+     */
+    @Test
+    void peerDisconnectedUnderneath_registerAndRdmaReadReportTheLoss_deregisterIsHarmless() throws Exception {
+        connectionEndsUnderneath(e -> e.peer.endpoint.disconnect(), false);
+    }
+
+    /**
+     * As {@link #peerDisconnectedUnderneath_registerAndRdmaReadReportTheLoss_deregisterIsHarmless},
+     * the provider closing the endpoint; its close has returned, so deregistration comes first.
+     */
+    @Test
+    void providerClosedUnderneath_deregisterIsHarmless_registerAndRdmaReadReportTheLoss() throws Exception {
+        connectionEndsUnderneath(e -> engineSide.close(), true);
+    }
+
+    private interface Ending {
+        void end(Established e) throws Exception;
+    }
+
+    private void connectionEndsUnderneath(Ending ending, boolean deregisterFirst) throws Exception {
+        CountDownLatch inHandler = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        upper.onMessage = (c, m) -> {
+            // holds the connection's engine thread: the provider's event waits behind it
+            inHandler.countDown();
+            try {
+                release.await(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (InterruptedException x) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        try (Established e = established(SmbDirectConfig.defaults())) {
+            RegisteredBuffer before = e.connection.register(ByteBuffer.allocateDirect(4096), RemoteAccess.READ);
+            e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[] {1}));
+            assertTrue(inHandler.await(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
+            ending.end(e);
+            if (deregisterFirst) {
+                before.deregister();
+                assertFalse(before.isRegistered());
+            }
+            List<BufferDescriptorV1> remote = List.of(new BufferDescriptorV1(0, 1, 16));
+            List<CompletableFuture<Void>> reads = new ArrayList<>();
+            Throwable readFailure = null;
+            long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
+            // until the provider refuses the read's local registration (its endpoint ended)
+            while (readFailure == null && System.nanoTime() < deadline) {
+                CompletableFuture<Void> r = e.connection.rdmaRead(ByteBuffer.allocateDirect(16), remote, 0)
+                        .toCompletableFuture();
+                if (r.isCompletedExceptionally()) {
+                    readFailure = assertThrows(ExecutionException.class, r::get).getCause();
+                } else {
+                    reads.add(r);
+                    Thread.yield();
+                }
+            }
+            ConnectionLostException lost = assertInstanceOf(ConnectionLostException.class, readFailure,
+                    "the read failed because the connection ended underneath: " + readFailure);
+            ConnectionLostException registerLost = assertThrows(ConnectionLostException.class,
+                    () -> e.connection.register(ByteBuffer.allocateDirect(16), RemoteAccess.READ));
+            assertFalse(e.connection.isOpen());
+            before.deregister();
+            assertFalse(before.isRegistered());
+            release.countDown();
+            ConnectionLoss reported = upper.loss();
+            assertEquals(TerminationReason.PEER_DISCONNECTED, reported.reason());
+            assertEquals(reported, lost.loss(), "the read's failure names the loss the connection reports");
+            assertEquals(reported, registerLost.loss());
+            for (CompletableFuture<Void> r : reads) {
+                assertInstanceOf(ConnectionLostException.class, assertThrows(ExecutionException.class,
+                        () -> Fixture.get(r)).getCause(), "a read queued before the loss");
+            }
+            assertEquals(0, e.connection.statistics().registrationsLive());
+        } finally {
+            release.countDown();
         }
     }
 
@@ -346,6 +435,41 @@ class ConnectionLossTest {
                 assertEquals(TerminationReason.PROVIDER_STOPPED, loss.reason(), "round " + round + ": " + loss.message());
             }
         }
+    }
+
+    /**
+     * Found by the bundle lifecycle test: removeProvider returned while the connections it carried
+     * were still ending, and the provider's owner then closed the provider (in OSGi its bundle then
+     * goes away) under them; a connect or an arriving connection could also still be made on the
+     * provider after the removal had looked for its connections, and nobody ended it. Now the
+     * removal returns once every carried connection has ended and released its endpoint and
+     * completion queue, and nothing new is made on the provider afterwards.
+     */
+    @Test
+    void providerRemoved_returnsOnceItsConnectionsEnded_nothingNewIsMadeOnIt() throws Exception {
+        RdmaProvider p = fx.provider();
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), p);
+        Recorder listening = new Recorder();
+        Recorder connecting = new Recorder();
+        SmbDirectListener l = t.listen(fx.anyAddress(p), listening);
+        List<SmbDirectConnection> ends = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ends.add(t.connect(l.localAddress(), connecting, Fixture.TIMEOUT));
+            ends.add(listening.connection());
+        }
+        java.net.InetSocketAddress at = l.localAddress(); // null once no provider is under the listener
+        t.removeProvider(p);
+        // no waiting: the removal has returned, so everything on the provider has ended
+        assertTrue(t.connections().isEmpty(), "connections left on the removed provider: " + t.connections());
+        for (SmbDirectConnection c : ends) {
+            assertEquals(TerminationReason.PROVIDER_STOPPED, c.loss().orElseThrow().reason(), c.toString());
+        }
+        assertEquals(0L, t.statistics().connectionsOpen());
+        assertThrows(SmbDirectException.class, () -> t.listen(fx.anyAddress(p), listening));
+        assertInstanceOf(SmbDirectException.class, assertThrows(ExecutionException.class,
+                () -> Fixture.get(t.connect(at, connecting).toCompletableFuture())).getCause());
+        p.close();
+        assertTrue(t.connections().isEmpty());
     }
 
     /** Closing the transport ends its connections with TRANSPORT_SHUTDOWN and stops its threads. */

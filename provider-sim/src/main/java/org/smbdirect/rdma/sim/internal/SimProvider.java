@@ -323,6 +323,16 @@ final class SimProvider implements RdmaProvider {
         return endpoints.size();
     }
 
+    /** Completion queues not yet closed, for diagnostics. */
+    int completionQueueCount() {
+        return queues.size();
+    }
+
+    /** Listeners not yet closed, for diagnostics. */
+    int listenerCount() {
+        return listeners.size();
+    }
+
     @Override
     public void close() {
         synchronized (this) {

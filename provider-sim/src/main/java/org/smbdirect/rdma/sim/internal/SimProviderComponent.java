@@ -1,8 +1,13 @@
 package org.smbdirect.rdma.sim.internal;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.util.Hashtable;
 import java.util.Map;
+
+import javax.management.JMException;
+import javax.management.ObjectName;
+import javax.management.StandardMBean;
 
 import org.osgi.annotation.bundle.Capability;
 import org.osgi.framework.BundleContext;
@@ -31,6 +36,10 @@ import org.smbdirect.rdma.RdmaProvider;
  * <p>{@code service.ranking} in the configuration (OSGi only, not a provider setting) is published
  * as the service's ranking, so that a consumer preferring the highest ranking can be steered to
  * one provider; changing it updates the registration without replacing the provider.
+ *
+ * <p>While the service is registered, the provider's {@link ProviderDiagnostics} (live endpoints,
+ * regions, completion queues, listeners) are a platform MBean named {@link #objectName}, so that
+ * leak checks and operators can read them without importing anything of this bundle.
  */
 // The component registers the service itself; declare it so that resolvers see the capability.
 @Capability(namespace = "osgi.service", attribute = "objectClass:List<String>=\"org.smbdirect.rdma.RdmaProvider\"",
@@ -39,10 +48,14 @@ import org.smbdirect.rdma.RdmaProvider;
         immediate = true)
 @Designate(ocd = SimConfig.class, factory = true)
 public final class SimProviderComponent {
+    /** The JMX domain of the providers' diagnostics. */
+    public static final String JMX_DOMAIN = "org.smbdirect.rdma.sim";
+    private static final System.Logger LOG = System.getLogger(SimProviderComponent.class.getName());
     private final BundleContext context;
     private SimSettings requested;
     private SimProvider provider;
     private ServiceRegistration<RdmaProvider> registration;
+    private ObjectName diagnostics;
     private Integer ranking;
 
     /**
@@ -128,6 +141,65 @@ public final class SimProviderComponent {
         provider = p;
         requested = s;
         registration = context.registerService(RdmaProvider.class, p, serviceProperties(p));
+        diagnostics = registerDiagnostics(p);
+    }
+
+    /**
+     * The name of a provider's diagnostics MBean.
+     *
+     * @param providerName the provider's name
+     * @return {@code org.smbdirect.rdma.sim:type=SimProvider,name="<providerName>"}
+     */
+    public static ObjectName objectName(String providerName) {
+        try {
+            return new ObjectName(JMX_DOMAIN + ":type=SimProvider,name=" + ObjectName.quote(providerName));
+        } catch (javax.management.MalformedObjectNameException e) {
+            throw new IllegalArgumentException(e); // a quoted value is always well formed
+        }
+    }
+
+    /** Diagnostics are an aid: a provider works without its MBean, so a failure is only logged. */
+    private static ObjectName registerDiagnostics(SimProvider p) {
+        ObjectName name = objectName(p.name());
+        ProviderDiagnostics d = new ProviderDiagnostics() {
+            @Override
+            public String getName() {
+                return p.name();
+            }
+
+            @Override
+            public String getFabric() {
+                return p.fabric.name;
+            }
+
+            @Override
+            public int getEndpoints() {
+                return p.endpointCount();
+            }
+
+            @Override
+            public int getRegions() {
+                return p.regions.size();
+            }
+
+            @Override
+            public int getCompletionQueues() {
+                return p.completionQueueCount();
+            }
+
+            @Override
+            public int getListeners() {
+                return p.listenerCount();
+            }
+        };
+        try {
+            ManagementFactory.getPlatformMBeanServer().registerMBean(new StandardMBean(d, ProviderDiagnostics.class),
+                    name);
+            return name;
+        } catch (JMException | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "diagnostics MBean " + name + " not registered: " + e);
+            return null;
+        }
     }
 
     private Hashtable<String, Object> serviceProperties(SimProvider p) {
@@ -149,6 +221,14 @@ public final class SimProviderComponent {
                 // already unregistered because the bundle is stopping
             }
             registration = null;
+        }
+        if (diagnostics != null) {
+            try {
+                ManagementFactory.getPlatformMBeanServer().unregisterMBean(diagnostics);
+            } catch (JMException e) {
+                LOG.log(System.Logger.Level.WARNING, "diagnostics MBean " + diagnostics + " not unregistered: " + e);
+            }
+            diagnostics = null;
         }
         if (provider != null) {
             provider.close();

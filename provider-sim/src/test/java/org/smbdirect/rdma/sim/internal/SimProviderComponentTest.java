@@ -1,11 +1,13 @@
 package org.smbdirect.rdma.sim.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.management.ManagementFactory;
 import java.lang.reflect.Proxy;
 import java.util.ArrayList;
 import java.util.Dictionary;
@@ -13,9 +15,14 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import javax.management.JMException;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+
 import org.junit.jupiter.api.Test;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceRegistration;
+import org.smbdirect.rdma.Access;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.tck.EventRecorder;
 import org.smbdirect.rdma.tck.Link;
@@ -159,6 +166,42 @@ class SimProviderComponentTest extends ProviderTck {
                 () -> c.modified(SimSettings.configOf(config("name", "comp-e")), Map.of("service.ranking", "high")));
         assertTrue(e.getMessage().contains("service.ranking"), e.getMessage());
         c.deactivate();
+    }
+
+    @Test
+    void diagnosticsMBean_countsWhatTheProviderHolds_followsReplacement_goneAtDeactivation() throws Exception {
+        MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
+        ObjectName name = SimProviderComponent.objectName("comp-f");
+        assertEquals("org.smbdirect.rdma.sim:type=SimProvider,name=\"comp-f\"", name.toString());
+        SimProviderComponent c = new SimProviderComponent(context(), SimSettings.configOf(config("name", "comp-f")), Map.of());
+        SimProvider p = c.provider();
+        assertEquals("comp-f", jmx.getAttribute(name, "Name"));
+        assertEquals("component", jmx.getAttribute(name, "Fabric"));
+        assertEquals(List.of(0, 0, 0, 0), counts(jmx, name));
+
+        ProviderPair pair = ProviderPair.of(p, p, new java.net.InetSocketAddress(p.address, 0), () -> { });
+        Link l = link(pair, new LinkSpec());
+        l.client().register(4096, Access.LOCAL_WRITE);
+        // two endpoints, one region, a send and a receive queue per side, the listener
+        assertEquals(List.of(2, 1, 4, 1), counts(jmx, name));
+
+        // a replaced provider's MBean is the new provider's: nothing of the old one is counted
+        c.modified(SimSettings.configOf(config("name", "comp-f", "rdmaRead", false)), Map.of());
+        assertEquals(EventRecorder.Kind.DISCONNECTED, l.client().events().awaitTerminal().kind());
+        assertNotSame(p, c.provider());
+        assertEquals(List.of(0, 0, 0, 0), counts(jmx, name));
+
+        c.deactivate();
+        assertFalse(jmx.isRegistered(name), "the MBean goes with the service");
+    }
+
+    /** Endpoints, regions, completion queues and listeners, as the MBean reports them. */
+    private static List<Object> counts(MBeanServer jmx, ObjectName name) throws JMException {
+        List<Object> v = new ArrayList<>();
+        for (String a : new String[] {"Endpoints", "Regions", "CompletionQueues", "Listeners"}) {
+            v.add(jmx.getAttribute(name, a));
+        }
+        return v;
     }
 
     @Test

@@ -1,0 +1,199 @@
+package org.smbdirect.itest.traffic;
+
+import java.util.concurrent.TimeUnit;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceReference;
+import org.smbdirect.itest.lifecycle.probe.TrafficProbe;
+import org.smbdirect.transport.ConnectionLoss;
+import org.smbdirect.transport.ConnectionLostException;
+
+/**
+ * One kind of traffic, on its own thread: while the probe says so, it looks the service up and
+ * runs rounds on it (listen, connect, send both ways until a bundle cycle or the test ends the
+ * round, close everything). It keeps the service object while the service is registered, as a
+ * Declarative Services reference would, and looks the service up again once it went.
+ *
+ * @param <S> the service type
+ */
+abstract class Driver<S> implements Runnable {
+    /** Every wait of a round is bounded by this; nothing here waits for a protocol timer. */
+    static final long TIMEOUT_MILLIS = 15_000;
+
+    final BundleContext context;
+    final TrafficProbe probe;
+    private final Class<S> type;
+    private final Thread thread;
+    private final Object changes = new Object();
+    private volatile boolean running = true;
+    private volatile ServiceReference<?> current;
+    private volatile boolean currentGone;
+
+    Driver(BundleContext context, TrafficProbe probe, Class<S> type, String name) {
+        this.context = context;
+        this.probe = probe;
+        this.type = type;
+        this.thread = new Thread(this, "itest-traffic-" + name);
+        thread.setDaemon(true);
+    }
+
+    void start() {
+        thread.start();
+    }
+
+    /** Asks the round to end; {@link #stop} waits for it. */
+    void halt() {
+        running = false;
+        wake();
+    }
+
+    /** Ends the current round (closing what it opened) and the thread. */
+    void stop() {
+        halt();
+        try {
+            thread.join(3 * TIMEOUT_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (thread.isAlive()) {
+            probe.problem(thread.getName() + " did not end within " + 3 * TIMEOUT_MILLIS + " ms", null);
+        }
+    }
+
+    /** A service came, changed or went, or a connection ended: look again. */
+    void wake() {
+        synchronized (changes) {
+            changes.notifyAll();
+        }
+    }
+
+    /** The framework is unregistering a service; the round on it must end. */
+    void unregistering(ServiceReference<?> ref) {
+        if (ref.equals(current)) {
+            currentGone = true;
+            wake();
+        }
+    }
+
+    /** Waits for a change, at most {@code millis}: the back-off between rounds and the round's idle loop. */
+    void pause(long millis) throws InterruptedException {
+        synchronized (changes) {
+            changes.wait(millis);
+        }
+    }
+
+    /** Whether the round should go on. */
+    boolean carryOn() {
+        ServiceReference<?> ref = current;
+        return running && probe.enabled() && !currentGone && ref != null && ref.getBundle() != null;
+    }
+
+    boolean running() {
+        return running;
+    }
+
+    @Override
+    public void run() {
+        probe.driverRunning(1);
+        probe.state(thread.getName(), this::describe);
+        ServiceReference<S> ref = null;
+        S service = null;
+        try {
+            while (running) {
+                if (service != null && (currentGone || ref.getBundle() == null)) {
+                    // (unregistered: also when the UNREGISTERING event came between the lookup
+                    // and the getService, before the reference became current)
+                    // the service went: let it go, and look again
+                    release(ref);
+                    ref = null;
+                    service = null;
+                }
+                if (!probe.enabled()) {
+                    idle();
+                    pause(20);
+                    continue;
+                }
+                if (service == null) {
+                    if (!running) {
+                        break; // this bundle is stopping: no getService now (SCR fails it with an ERROR event)
+                    }
+                    ref = context.getServiceReference(type);
+                    service = ref == null ? null : context.getService(ref);
+                    if (service == null) {
+                        if (ref != null) {
+                            // its bundle is stopping: look again once the framework says what changed
+                            probe.add(TrafficProbe.Counter.SERVICE_GONE_AT_GET, 1);
+                        }
+                        pause(20);
+                        continue;
+                    }
+                    current = ref;
+                    currentGone = false;
+                }
+                // a consumer keeps the service while it is registered, as a DS reference would
+                round(ref, service);
+            }
+        } catch (InterruptedException e) {
+            probe.problem("interrupted", e);
+        } catch (RuntimeException | Error e) {
+            probe.problem("the driver failed", e);
+        } finally {
+            if (service != null) {
+                release(ref);
+            }
+            probe.state(thread.getName(), null);
+            probe.driverRunning(-1);
+        }
+    }
+
+    private void release(ServiceReference<S> ref) {
+        current = null;
+        try {
+            context.ungetService(ref);
+        } catch (IllegalStateException e) {
+            // this bundle is stopping: the framework releases it
+        }
+    }
+
+    /** What the driver is doing: the round's connections, their state and counters. */
+    abstract String describe();
+
+    /** Called between rounds while traffic is switched off. */
+    void idle() throws InterruptedException {
+    }
+
+    /**
+     * Listens, connects, carries traffic until {@link #carryOn()} turns false or a connection
+     * ends, then closes everything it opened and accounts for it.
+     */
+    abstract void round(ServiceReference<S> ref, S service) throws InterruptedException;
+
+    /** Records an exception a cycle may cause, by kind; anything else is a problem. */
+    void failed(String operation, Throwable t, Class<?>... allowed) {
+        for (Class<?> a : allowed) {
+            if (a.isInstance(t)) {
+                probe.expected(operation + ": " + kind(t));
+                return;
+            }
+        }
+        probe.problem(operation + " failed unexpectedly", t);
+    }
+
+    /** The class and, for a lost connection, its reason; otherwise the message without numbers. */
+    static String kind(Throwable t) {
+        if (t instanceof ConnectionLostException) {
+            ConnectionLoss l = ((ConnectionLostException) t).loss();
+            return t.getClass().getSimpleName() + " " + (l == null ? "?" : l.reason());
+        }
+        String m = String.valueOf(t.getMessage()).replaceAll("/?[0-9][0-9.:]*", "#");
+        return t.getClass().getSimpleName() + " " + (m.length() > 70 ? m.substring(0, 70) + "..." : m);
+    }
+
+    static long deadline() {
+        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MILLIS);
+    }
+
+    static boolean before(long deadline) {
+        return System.nanoTime() - deadline < 0;
+    }
+}

@@ -1,0 +1,393 @@
+package org.smbdirect.itest.traffic;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.CompletionHandler;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceReference;
+import org.smbdirect.itest.lifecycle.probe.TrafficProbe;
+import org.smbdirect.itest.lifecycle.probe.TrafficProbe.Counter;
+import org.smbdirect.transport.ConnectionHandler;
+import org.smbdirect.transport.ConnectionLoss;
+import org.smbdirect.transport.ConnectionLostException;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectException;
+import org.smbdirect.transport.SmbDirectListener;
+import org.smbdirect.transport.TerminationReason;
+import org.smbdirect.transport.TransportStatistics;
+
+/**
+ * SMB Direct messages both ways on {@link #PAIRS} connections made through the {@code SmbDirect}
+ * service, both ends on this transport: each end sends one stream of numbered messages (small,
+ * and larger than MaxSendSize so that they travel in fragments), at most {@link #WINDOW} at a time,
+ * and checks the stream it receives.
+ */
+final class MessageDriver extends Driver<SmbDirect> {
+    static final int PAIRS = 2;
+    static final int WINDOW = 8;
+    /** Sizes in turn: one fragment, one fragment, 3 and 7 fragments of the default MaxSendSize. */
+    static final int[] SIZES = {64, 1000, 3000, 9000};
+    private static final AtomicInteger STREAMS = new AtomicInteger();
+
+    /** The current round's ends, for {@link #describe()}. */
+    private volatile List<End> roundEnds = List.of();
+
+    MessageDriver(BundleContext context, TrafficProbe probe) {
+        super(context, probe, SmbDirect.class, "messages");
+    }
+
+    @Override
+    String describe() {
+        StringBuilder s = new StringBuilder(roundEnds.size() + " ends");
+        for (End e : roundEnds) {
+            s.append("\n  ").append(e.describe());
+        }
+        return s.toString();
+    }
+
+    /** One end of a connection: checks the peer's stream, sends its own. */
+    final class End implements ConnectionHandler, CompletionHandler<Void, Long> {
+        final String role;
+        volatile SmbDirectConnection connection;
+        final CompletableFuture<ConnectionLoss> loss = new CompletableFuture<>();
+        private final Payload.Inbound inbound = new Payload.Inbound();
+        private final AtomicInteger losses = new AtomicInteger();
+        private final int stream = STREAMS.incrementAndGet();
+        private final Ledger sent = new Ledger();
+        /** The other end of the connection, once both are known. */
+        volatile End peer;
+        private int outstanding;
+        private boolean sending;
+        private boolean sendFailed;
+
+        End(String role, SmbDirectConnection connection) {
+            this.role = role;
+            this.connection = connection;
+        }
+
+        @Override
+        public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
+            int size = message.remaining();
+            String bad = inbound.accept(message);
+            if (bad != null) {
+                probe.problem(this + " received a wrong message: " + bad, null);
+                return;
+            }
+            probe.add(Counter.MESSAGES_DELIVERED, 1);
+            probe.add(Counter.MESSAGE_BYTES, size);
+        }
+
+        @Override
+        public void onConnectionLost(SmbDirectConnection c, ConnectionLoss l) {
+            if (losses.incrementAndGet() > 1) {
+                probe.problem(this + " was told of its loss twice: " + l, null);
+                return;
+            }
+            probe.add(Counter.CONNECTION_ENDS_LOST, 1);
+            loss.complete(l);
+            wake();
+        }
+
+        synchronized void startSending() {
+            sending = true;
+            for (int i = 0; i < WINDOW; i++) {
+                sendNext();
+            }
+        }
+
+        synchronized void stopSending() {
+            sending = false;
+        }
+
+        synchronized int outstanding() {
+            return outstanding;
+        }
+
+        synchronized String describe() {
+            SmbDirectConnection c = connection;
+            return this + ": open " + (c != null && c.isOpen()) + ", " + sent + ", received "
+                    + inbound.delivered() + ", outstanding "
+                    + outstanding + ", sending " + sending + ", send failed " + sendFailed + ", loss "
+                    + loss.getNow(null) + (c == null ? "" : ", " + statistics(c));
+        }
+
+        /** Under the lock, so that sequence numbers are sent in order. */
+        private void sendNext() {
+            if (!sending || sendFailed) {
+                return;
+            }
+            long seq = sent.next();
+            ByteBuffer m = Payload.make(stream, seq, SIZES[(int) (seq % SIZES.length)], false);
+            outstanding++;
+            probe.add(Counter.MESSAGES_ATTEMPTED, 1);
+            try {
+                connection.send(m, seq, this);
+            } catch (RuntimeException e) {
+                outstanding--;
+                sendFailed = true;
+                sent.failed(seq);
+                probe.problem(this + ": send threw", e);
+            }
+        }
+
+        @Override
+        public synchronized void completed(Void v, Long seq) {
+            outstanding--;
+            if (!sent.completed(seq)) {
+                probe.problem(this + ": the send of message " + seq + " completed twice", null);
+            }
+            probe.add(Counter.MESSAGES_SENT, 1);
+            sendNext();
+        }
+
+        @Override
+        public void failed(Throwable t, Long seq) {
+            synchronized (this) {
+                outstanding--;
+                sendFailed = true;
+                if (!sent.failed(seq)) {
+                    probe.problem(this + ": the send of message " + seq + " failed after it completed", null);
+                }
+            }
+            MessageDriver.this.failed("send", t, ConnectionLostException.class);
+            wake();
+        }
+
+        @Override
+        public String toString() {
+            return role + " end " + connection;
+        }
+    }
+
+    @Override
+    void round(ServiceReference<SmbDirect> ref, SmbDirect transport) throws InterruptedException {
+        List<End> ends = new CopyOnWriteArrayList<>();
+        roundEnds = ends;
+        BlockingQueue<End> accepted = new LinkedBlockingQueue<>();
+        SmbDirectListener listener;
+        try {
+            listener = transport.listen(new InetSocketAddress(0), c -> {
+                End e = new End("passive", c);
+                ends.add(e);
+                probe.add(Counter.CONNECTION_ENDS_OPENED, 1);
+                accepted.add(e);
+                return e;
+            });
+        } catch (SmbDirectException e) {
+            failed("listen", e, SmbDirectException.class); // no provider, or the transport is closed
+            pause(20);
+            return;
+        } catch (RuntimeException e) {
+            probe.problem("listen threw", e);
+            pause(20);
+            return;
+        }
+        probe.driverBusy(1);
+        try {
+            carry(transport, listener, ends, accepted);
+        } finally {
+            try {
+                listener.close();
+            } catch (RuntimeException e) {
+                probe.problem("closing the listener threw", e);
+            }
+            closeAndAccount(ends);
+            staleCheck(ref, transport, ends);
+            probe.driverBusy(-1);
+        }
+    }
+
+    private void carry(SmbDirect transport, SmbDirectListener listener, List<End> ends, BlockingQueue<End> accepted)
+            throws InterruptedException {
+        InetSocketAddress at = listener.localAddress();
+        if (at == null) {
+            probe.expected("listen: no provider under the listener");
+            pause(20);
+            return;
+        }
+        for (int i = 0; i < PAIRS && carryOn(); i++) {
+            End active = new End("active", null);
+            try {
+                active.connection = transport.connect(at, active, Duration.ofMillis(TIMEOUT_MILLIS));
+            } catch (SmbDirectException e) {
+                failed("connect", e, SmbDirectException.class);
+                break;
+            } catch (RuntimeException e) {
+                probe.problem("connect threw", e);
+                break;
+            }
+            ends.add(active);
+            probe.add(Counter.CONNECTION_ENDS_OPENED, 1);
+            End passive = accepted.poll(TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            if (passive == null) {
+                if (active.connection.isOpen()) {
+                    probe.problem("connected to " + at + " but the listener's upper layer never got the connection", null);
+                } else {
+                    probe.expected("accept: the connection ended before the listener's upper layer got it");
+                }
+                break;
+            }
+            active.peer = passive;
+            passive.peer = active;
+            active.startSending();
+            passive.startSending();
+        }
+        if (ends.isEmpty()) {
+            pause(20); // nothing connected: the round is over, try again
+            return;
+        }
+        probe.add(Counter.GENERATIONS, 1);
+        while (carryOn() && ends.stream().noneMatch(e -> e.loss.isDone())) {
+            pause(50);
+        }
+    }
+
+    /** Closes every end, then checks that each was told of its loss once and every send completed or failed. */
+    private void closeAndAccount(List<End> ends) throws InterruptedException {
+        for (End e : ends) {
+            e.stopSending();
+        }
+        for (End e : ends) {
+            try {
+                e.connection.closeAsync();
+            } catch (RuntimeException x) {
+                probe.problem("closeAsync threw on " + e, x);
+            }
+        }
+        long deadline = deadline();
+        for (End e : ends) {
+            while (!e.loss.isDone() && before(deadline)) {
+                pause(10);
+            }
+            if (!e.loss.isDone()) {
+                probe.problem(e + " was not told of its loss within " + TIMEOUT_MILLIS + " ms of closing it", null);
+            }
+            while (e.outstanding() > 0 && before(deadline)) {
+                pause(10);
+            }
+            if (e.outstanding() > 0) {
+                probe.problem(e + ": " + e.outstanding() + " sends neither completed nor failed", null);
+            }
+        }
+        for (End e : ends) {
+            match(e);
+        }
+    }
+
+    /**
+     * The matching check of what {@code sender} sent: delivered to its peer once, in order, or lost
+     * with the connection. An end whose peer never got the connection sent nothing.
+     */
+    private void match(End sender) {
+        End receiver = sender.peer;
+        if (receiver == null) {
+            if (sender.sent.attempted() > 0) {
+                probe.problem(sender + " sent without a peer", null);
+            }
+            return;
+        }
+        if (!sender.loss.isDone() || !receiver.loss.isDone() || sender.outstanding() > 0) {
+            return; // reported already: not told of the loss, or sends outstanding
+        }
+        long lost = sender.sent.match(sender + " to its peer", sender.stream, receiver.inbound,
+                receiver.loss.getNow(null), true, probe);
+        probe.add(Counter.MESSAGES_LOST, lost);
+    }
+
+    /**
+     * The transport shut down under the round (its bundle stopped): the service object this round
+     * used must now refuse, clearly, rather than make connections nobody will close.
+     */
+    private void staleCheck(ServiceReference<SmbDirect> ref, SmbDirect transport, List<End> ends) {
+        boolean shutDown = ends.stream().map(e -> e.loss.getNow(null))
+                .anyMatch(l -> l != null && l.reason() == TerminationReason.TRANSPORT_SHUTDOWN);
+        if (!shutDown || ref.getBundle() != null) {
+            return;
+        }
+        probe.add(Counter.STALE_SERVICE_CALLS, 1);
+        try {
+            SmbDirectListener l = transport.listen(new InetSocketAddress(0), c -> null);
+            l.close();
+            probe.problem("SmbDirect.listen succeeded on the service object of a transport that shut down", null);
+        } catch (SmbDirectException e) {
+            probe.expected("stale SmbDirect.listen: " + kind(e));
+        } catch (RuntimeException e) {
+            probe.problem("stale SmbDirect.listen threw", e);
+        }
+        CompletableFuture<SmbDirectConnection> f = transport.connect(new InetSocketAddress(
+                InetAddress.getLoopbackAddress(), 445), new End("stale", null)).toCompletableFuture();
+        if (!f.isCompletedExceptionally()) {
+            f.thenAccept(SmbDirectConnection::close);
+            probe.problem("SmbDirect.connect on the service object of a transport that shut down did not fail at once",
+                    null);
+        } else {
+            f.exceptionally(t -> {
+                failed("stale SmbDirect.connect", t, SmbDirectException.class);
+                return null;
+            });
+        }
+    }
+
+    static String statistics(SmbDirectConnection c) {
+        org.smbdirect.transport.ConnectionStatistics s = c.statistics();
+        return "messages sent " + s.messagesSent() + " received " + s.messagesReceived() + ", fragments sent "
+                + s.fragmentsSent() + " received " + s.fragmentsReceived() + ", send credits " + s.sendCredits()
+                + ", receive credits " + s.receiveCredits() + ", credit stalls " + s.creditStalls()
+                + ", credits granted " + s.creditsGranted() + " received " + s.creditsReceived();
+    }
+
+    /** While traffic is off: what the transport reports once everything is closed. */
+    @Override
+    void idle() throws InterruptedException {
+        CompletableFuture<Map<String, Object>> request = probe.takeAuditRequest();
+        if (request == null) {
+            return;
+        }
+        Map<String, Object> report = new LinkedHashMap<>();
+        ServiceReference<SmbDirect> ref = context.getServiceReference(SmbDirect.class);
+        SmbDirect transport = ref == null ? null : context.getService(ref);
+        if (transport == null) {
+            report.put("service", "absent");
+            request.complete(report);
+            return;
+        }
+        try {
+            long deadline = deadline();
+            while (before(deadline) && !(transport.connections().isEmpty()
+                    && transport.statistics().connectionsOpen() == 0
+                    && transport.statistics().registrationsLive() == 0)) {
+                pause(10);
+            }
+            TransportStatistics s = transport.statistics();
+            report.put("provider", String.valueOf(transport.provider()));
+            report.put("connections", transport.connections().size());
+            report.put("connectionsOpen", s.connectionsOpen());
+            report.put("registrationsLive", s.registrationsLive());
+            report.put("connectionsEstablished", s.connectionsEstablished());
+            report.put("connectionsFailed", s.connectionsFailed());
+            report.put("terminated", s.terminations().values().stream().mapToLong(Long::longValue).sum());
+            report.put("terminations", s.terminations().toString());
+            report.put("messagesSent", s.messagesSent());
+            report.put("messagesReceived", s.messagesReceived());
+            request.complete(report);
+        } catch (RuntimeException e) {
+            request.completeExceptionally(e);
+        } finally {
+            context.ungetService(ref);
+        }
+    }
+}
