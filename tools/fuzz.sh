@@ -22,6 +22,6 @@ mvn -B -q -pl "$module" -am package -DskipTests dependency:build-classpath \
 out="target/fuzz/$target"; mkdir -p "$out/corpus"
 seeds="$module/src/test/resources/$(echo "$class" | tr . /)Inputs"
 cp -r "$seeds"/*/* "$out/corpus/" 2>/dev/null || true
-exec java -cp "$module/target/test-classes:$module/target/classes:$(cat "$module/target/fuzz.classpath")" \
+exec java -Xmx2g -XX:MaxDirectMemorySize=2g -cp "$module/target/test-classes:$module/target/classes:$(cat "$module/target/fuzz.classpath")" \
     com.code_intelligence.jazzer.Jazzer --target_class="$class" --reproducer_path="$out" \
     -artifact_prefix="$out/" -max_total_time="$seconds" -print_final_stats=1 "$out/corpus"

@@ -29,7 +29,7 @@ import org.openjdk.jmh.util.Statistics;
 public final class BenchMain {
     private final boolean longRun;
     private final Map<String, Statistics> scores = new HashMap<>();
-    private final Map<String, Double> allocation = new HashMap<>();
+    private final Map<String, Double> allocation = new java.util.TreeMap<>();
     private final List<String[]> rows = new ArrayList<>();
     private final List<String[]> idleRows = new ArrayList<>();
 
@@ -65,7 +65,11 @@ public final class BenchMain {
             String key = benchmark.getSimpleName() + "." + method + paramSuffix(r);
             scores.put(key, r.getPrimaryResult().getStatistics());
             for (BenchmarkResult br : r.getBenchmarkResults()) {
-                Result<?> norm = br.getSecondaryResults().get("·gc.alloc.rate.norm");
+                // the profiler's key has had a leading "·" in some JMH versions
+                Result<?> norm = br.getSecondaryResults().get("gc.alloc.rate.norm");
+                if (norm == null) {
+                    norm = br.getSecondaryResults().get("·gc.alloc.rate.norm");
+                }
                 if (norm != null) {
                     allocation.put(key, norm.getScore());
                 }

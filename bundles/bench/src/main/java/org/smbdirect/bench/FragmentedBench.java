@@ -9,6 +9,7 @@ import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -19,12 +20,16 @@ import org.smbdirect.transport.SmbDirectConnection;
 
 /**
  * (c) Fragmented messages (MS-SMBD 3.1.5.4 / 3.1.5.8: 1340-byte fragments, reassembled) of 64 KiB
- * and 1 MiB, against a memory copy of the same size. Messages per second.
+ * and 1 MiB, against a memory copy of the same size. Messages per second. The sender keeps
+ * {@link #WINDOW} messages queued, as a streaming upper layer does, so the figure is the engine's
+ * throughput rather than one message's round of wake-ups.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 public class FragmentedBench {
+    static final int WINDOW = 8;
+
     @Param({"65536", "1048576"})
     int size;
 
@@ -55,9 +60,12 @@ public class FragmentedBench {
     }
 
     @Benchmark
+    @OperationsPerInvocation(WINDOW)
     public void smbDirect() {
-        target++;
-        sender.send(payload);
+        target += WINDOW;
+        for (int i = 0; i < WINDOW; i++) {
+            sender.send(payload);
+        }
         while (received.get() < target) {
             LockSupport.parkNanos(1000);
         }

@@ -3,7 +3,12 @@ package org.smbdirect.itest;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Dictionary;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 
@@ -46,9 +51,11 @@ class RuntimeConfigurationTest {
         try (Endpoints e = new Endpoints(smbDirect)) {
             Endpoints.Pair before = e.connect();
             assertParameters(before, 1364, 255);
-            // The peer granted what the initiator's ReceiveCreditMax allows (3.1.5.9): 255 receives.
-            Endpoints.await("the listener's peer holds 255 send credits",
-                    () -> before.passive.connection.statistics().sendCredits() == 255);
+            // ReceiveCreditMax is a ceiling (3.1.5.9): the initiator grants its first 32 receives and
+            // grows to 255 when its peer sends that fast.
+            Endpoints.await("the listener's peer holds the initial 32 send credits",
+                    () -> before.passive.connection.statistics().sendCredits() == 32);
+            assertGrantsGrowTo(before, 255);
 
             Dictionary<String, Object> p = protocol.getProperties();
             p.put("maxSendSize", 2048);
@@ -59,8 +66,9 @@ class RuntimeConfigurationTest {
 
             Endpoints.Pair after = e.connect();
             assertParameters(after, 2048, 64);
-            Endpoints.await("the listener's peer holds 64 send credits",
-                    () -> after.passive.connection.statistics().sendCredits() == 64);
+            Endpoints.await("the listener's peer holds the initial 32 send credits",
+                    () -> after.passive.connection.statistics().sendCredits() == 32);
+            assertGrantsGrowTo(after, 64);
             after.exchange("after the change");
 
             // The connection made before the change negotiated the old values and keeps them.
@@ -70,6 +78,30 @@ class RuntimeConfigurationTest {
             assertTrue(before.active.connection.statistics().fragmentsSent() >= 16,
                     "20000 bytes go in fragments of MaxSendSize 1364 - 24 bytes");
         }
+    }
+
+    /**
+     * The listener sends a burst, so that the initiator's receives grow to its ReceiveCreditMax and
+     * no further; the initiator's next message then grants every receive it has posted.
+     */
+    private static void assertGrantsGrowTo(Endpoints.Pair pair, int receiveCreditMax) throws Exception {
+        int n = 2000;
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            sent.add(pair.passive.connection.send(ByteBuffer.wrap(new byte[] {(byte) i})).toCompletableFuture());
+            if (sent.size() == 256 || i == n - 1) {
+                CompletableFuture.allOf(sent.toArray(new CompletableFuture<?>[0]))
+                        .get(Endpoints.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                sent.clear();
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            assertEquals((byte) i, pair.active.next()[0], "message " + i + " of the burst");
+        }
+        pair.active.connection.sendAndWait(ByteBuffer.wrap(new byte[] {1}), Endpoints.TIMEOUT);
+        pair.passive.next();
+        Endpoints.await("the listener's peer holds " + receiveCreditMax + " send credits",
+                () -> pair.passive.connection.statistics().sendCredits() == receiveCreditMax);
     }
 
     @Test

@@ -97,6 +97,12 @@ class SoakTest {
     private BulkFixture fx;
     private final ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
     private final Map<Integer, Run> runs = new ConcurrentHashMap<>();
+    /**
+     * Runs settled although no server side bound to them (the session ended before its first
+     * message arrived): kept by id only, so that a long soak does not hold every such session.
+     */
+    private final Set<Integer> settledUnbound = ConcurrentHashMap.newKeySet();
+    private static final Duration UNBOUND_GRACE = Duration.ofSeconds(10);
     private final Set<ServerSide> serverSides = ConcurrentHashMap.newKeySet();
     private final AtomicInteger nextId = new AtomicInteger();
     private ExecutorService driver;
@@ -208,13 +214,15 @@ class SoakTest {
         while (System.nanoTime() - deadline < 0) {
             checkContinuously(engineBaseline, simThreadLimit);
             if (System.nanoTime() - nextReport >= 0) {
-                System.out.printf("soak %3ds: %d sessions, %d completed, %d lost, %d messages, %,d MB, faults %s%n",
+                System.out.printf("soak %3ds: %d sessions, %d completed, %d lost, %d messages, %,d MB, faults %s; "
+                        + "live: %s%n",
                         TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start), nextId.get(), runsCompleted.get(),
                         runsLost.get(), messagesDelivered.get(), bytesDelivered.get() >> 20,
-                        SimDiagnostics.faults(client.provider));
+                        SimDiagnostics.faults(client.provider), live(ends) + ", " + openRuns());
                 nextReport += TimeUnit.SECONDS.toNanos(15);
             }
             assertTrue(problems.isEmpty(), () -> report("while running"));
+            settleUnbound();
             Thread.sleep(200); // the watchdog's sampling period, not a protocol wait
         }
         for (Thread t : launchers) {
@@ -448,6 +456,8 @@ class SoakTest {
         boolean closeDone;
         long closeStarted;
         boolean slotReleased;
+        /** When the client side was over (nanoTime), for runs whose server side never bound. */
+        long clientDoneAt;
         boolean settled;
 
         Run(Plan plan) {
@@ -526,10 +536,19 @@ class SoakTest {
                     int id = data.remaining() >= HEADER ? data.getInt(data.position()) : -1;
                     run = runs.get(id);
                     if (run == null) {
-                        problems.add("a first message naming no running session (" + id + ") at " + s);
+                        problems.add(settledUnbound.contains(id)
+                                ? "the first message of session " + id + " reached its server side more than "
+                                        + UNBOUND_GRACE.toSeconds() + " s after its client's session was over"
+                                : "a first message naming no running session (" + id + ") at " + s);
                         return;
                     }
                     synchronized (run) {
+                        if (run.settled) { // settled as unbound just now
+                            problems.add("the first message of session " + id + " reached its server side more than "
+                                    + UNBOUND_GRACE.toSeconds() + " s after its client's session was over");
+                            run = null;
+                            return;
+                        }
                         if (run.server != null) {
                             problems.add("session " + id + " has a second server side: " + s);
                         }
@@ -633,6 +652,7 @@ class SoakTest {
             }
             if (r.clientDone() && !r.slotReleased) {
                 r.slotReleased = true;
+                r.clientDoneAt = System.nanoTime();
                 releaseSlot = true;
             }
             if (r.clientDone() && r.serverDone()) {
@@ -825,6 +845,53 @@ class SoakTest {
 
     private String report(String when) {
         return "invariants broken " + when + ":\n" + problems.stream().limit(20).collect(Collectors.joining("\n"));
+    }
+
+    /**
+     * Settles the runs whose client side has been over for {@link #UNBOUND_GRACE} while no server
+     * side ever bound (its session ended before the first upward message arrived): their checks
+     * run now rather than at the end, and the soak stops holding their sessions.
+     */
+    private void settleUnbound() {
+        long now = System.nanoTime();
+        for (Run r : runs.values()) {
+            synchronized (r) {
+                if (r.server == null && r.slotReleased && now - r.clientDoneAt > UNBOUND_GRACE.toNanos()) {
+                    settledUnbound.add(r.plan.id);
+                    settle(r);
+                }
+            }
+        }
+    }
+
+    /** The runs not settled yet, by what they wait for. */
+    private String openRuns() {
+        int noServer = 0;
+        int serverOpen = 0;
+        int clientOpen = 0;
+        for (Run r : runs.values()) {
+            synchronized (r) {
+                if (!r.clientDone()) {
+                    clientOpen++;
+                } else if (r.server == null) {
+                    noServer++;
+                } else if (!r.serverDone()) {
+                    serverOpen++;
+                }
+            }
+        }
+        return "runs open " + runs.size() + " (client not done " + clientOpen + ", no server side " + noServer
+                + ", server not done " + serverOpen + ")";
+    }
+
+    /** Per end: its transport (with its connection count), sim endpoints and bulk sessions. */
+    private static String live(List<BulkFixture.End> ends) {
+        StringBuilder b = new StringBuilder();
+        for (BulkFixture.End e : ends) {
+            b.append(b.length() == 0 ? "" : ", ").append(e.transport).append(" endpoints ")
+                    .append(SimDiagnostics.endpoints(e.provider)).append(" sessions ").append(e.bulk.sessions().size());
+        }
+        return b.toString();
     }
 
     private static Map<Thread, String> threads(String... prefixes) {

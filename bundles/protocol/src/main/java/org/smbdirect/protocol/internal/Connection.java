@@ -679,7 +679,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     }
 
     /**
-     * A post on the established connection was refused. When the endpoint has disconnected
+     * A post was refused. When the endpoint has disconnected
      * underneath (the provider's event is on its way), this is the RDMA connection's end, not a
      * transport error: the messages already received are handed over and the loss is the
      * disconnect's (3.1.7.1), as when the event comes first. Otherwise the provider failed (3.1.4.2).
@@ -1087,7 +1087,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
                         try {
                             endpoint.postSend(slot, slot.sgl, 1, 0);
                         } catch (RdmaException again) {
-                            terminate(TerminationReason.TRANSPORT_ERROR, "negotiation send failed: " + again.getMessage());
+                            postFailed("negotiation send failed", again);
                         }
                     };
                     return true;
@@ -1096,7 +1096,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             }
             return true;
         } catch (RdmaException e) {
-            terminate(TerminationReason.TRANSPORT_ERROR, "negotiation send failed: " + e.getMessage());
+            postFailed("negotiation send failed", e);
             return false;
         }
     }

@@ -111,11 +111,18 @@ final class RawPeer implements AutoCloseable {
     static RawPeer connect(RdmaProvider provider, InetSocketAddress address, byte[] privateData, int receives)
             throws Exception {
         RawPeer p = new RawPeer(provider, receives);
-        p.endpoint = provider.createEndpoint(p.setUp(), p.listener);
-        p.buffers();
-        p.endpoint.connect(address, privateData, 4, 4);
-        p.awaitEstablished();
-        return p;
+        try {
+            p.endpoint = provider.createEndpoint(p.setUp(), p.listener);
+            p.buffers();
+            p.endpoint.connect(address, privateData, 4, 4);
+            p.awaitEstablished();
+            return p;
+        } catch (Exception | Error e) {
+            // A refused or failed connect releases what it holds: the engine fuzzer tries refused
+            // connects by the hundred thousand (leaking them exhausted direct memory).
+            p.close();
+            throw e;
+        }
     }
 
     /** A listener whose next request becomes a RawPeer. */
