@@ -19,6 +19,9 @@
 #   RDMA_VM_RW        space-separated absolute host directories shared read-write at the same path
 #                     (default: the current directory); everything else is read-only in the guest,
 #                     except the guest's own tmpfs on /tmp, /run, /var/tmp and /dev/shm
+#   RDMA_VM_RO        space-separated absolute host directories shared read-only at the same path,
+#                     mounted before RDMA_VM_RW: needed for what lies under /tmp, /run or /var/tmp
+#                     (the guest's tmpfs hides the host's), e.g. a workspace checked out in /tmp
 #   RDMA_VM_IP        address of the dummy interface and the Soft-RoCE device (10.99.0.1)
 #   RDMA_VM_DEVICE    name of the Soft-RoCE device (rxe0)
 #   RDMA_VM_MEM       guest memory in MiB (2048);  RDMA_VM_CPUS  virtual CPUs (2)
@@ -66,6 +69,7 @@ CPUS=${RDMA_VM_CPUS:-2}
 TIMEOUT=${RDMA_VM_TIMEOUT:-900}
 ACCEL=${RDMA_VM_ACCEL:-tcg}
 RW=${RDMA_VM_RW:-$PWD}
+RO=${RDMA_VM_RO:-}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rdma-vm.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -104,8 +108,16 @@ opts=trans=virtio,version=9p2000.L,msize=512000
 for d in tmp run var/tmp; do \$bb mount -t tmpfs -o mode=1777 tmpfs /newroot/\$d; done
 \$bb mkdir -p /newroot/run/rdma-vm
 \$bb mount -t 9p -o \$opts ctl /newroot/run/rdma-vm || die "cannot mount the control share"
+# a directory under the guest's tmpfs does not exist there yet (elsewhere mkdir fails harmlessly)
+i=0
+for dir in \$(\$bb cat /newroot/run/rdma-vm/ro); do
+  \$bb mkdir -p /newroot\$dir 2>/dev/null
+  \$bb mount -t 9p -o \$opts,ro ro\$i /newroot\$dir || die "cannot mount \$dir"
+  i=\$((i + 1))
+done
 i=0
 for dir in \$(\$bb cat /newroot/run/rdma-vm/rw); do
+  \$bb mkdir -p /newroot\$dir 2>/dev/null
   \$bb mount -t 9p -o \$opts rw\$i /newroot\$dir || die "cannot mount \$dir"
   i=\$((i + 1))
 done
@@ -117,6 +129,7 @@ chmod 755 "$INITRAMFS/init"
 
 # 2. The guest's PID 1: set up the Soft-RoCE device, run the command, report its status, power off.
 echo "$RW" > "$WORK/ctl/rw"
+echo "$RO" > "$WORK/ctl/ro"
 {
   echo '#!/bin/bash'
   for v in PATH JAVA_HOME HOME LANG LC_ALL JAVA_TOOL_OPTIONS CI ${RDMA_VM_ENV:-}; do
@@ -158,6 +171,12 @@ shares=(-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidev
         -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
         -fsdev local,id=ctl,path="$WORK/ctl",security_model=none
         -device virtio-9p-pci,fsdev=ctl,mount_tag=ctl)
+i=0
+for dir in $RO; do
+  shares+=(-fsdev "local,id=ro$i,path=$dir,security_model=none,readonly=on,multidevs=remap"
+           -device "virtio-9p-pci,fsdev=ro$i,mount_tag=ro$i")
+  i=$((i + 1))
+done
 i=0
 for dir in $RW; do
   shares+=(-fsdev "local,id=rw$i,path=$dir,security_model=none,multidevs=remap"

@@ -88,6 +88,9 @@ class SoftRoceGuestIT {
         ProcessBuilder pb = new ProcessBuilder(command).directory(module.toFile()).redirectErrorStream(true)
                 .redirectOutput(out.resolve("console.log").toFile());
         pb.environment().put("RDMA_VM_RW", out.toAbsolutePath().toString());
+        // The reactor's jars are on the guest's class path: a workspace under /tmp (a CI checkout)
+        // is hidden by the guest's own tmpfs unless it is shared.
+        pb.environment().put("RDMA_VM_RO", module.toAbsolutePath().normalize().getParent().toString());
         pb.environment().put("RDMA_VM_DEVICE", device);
         pb.environment().put("RDMA_VM_IP", ip);
         long start = System.nanoTime();
