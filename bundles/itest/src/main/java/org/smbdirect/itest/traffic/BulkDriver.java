@@ -53,7 +53,7 @@ final class BulkDriver extends Driver<BulkTransfer> {
     }
 
     /** One end of a session. */
-    final class End implements BulkHandler {
+    final class End implements BulkHandler, Stream {
         final String role;
         volatile BulkSession session;
         final CompletableFuture<ConnectionLoss> closed = new CompletableFuture<>();
@@ -105,12 +105,45 @@ final class BulkDriver extends Driver<BulkTransfer> {
             }
         }
 
-        synchronized void stopSending() {
+        @Override
+        public synchronized void stopSending() {
             sending = false;
         }
 
-        synchronized int outstanding() {
+        @Override
+        public synchronized int outstanding() {
             return outstanding;
+        }
+
+        @Override
+        public void close() {
+            closedByUs = true;
+            session.closeAsync();
+        }
+
+        @Override
+        public CompletableFuture<ConnectionLoss> ended() {
+            return closed;
+        }
+
+        @Override
+        public Stream peer() {
+            return peer;
+        }
+
+        @Override
+        public Ledger sent() {
+            return sent;
+        }
+
+        @Override
+        public int stream() {
+            return stream;
+        }
+
+        @Override
+        public Payload.Inbound inbound() {
+            return inbound;
         }
 
         synchronized String describe() {
@@ -203,7 +236,7 @@ final class BulkDriver extends Driver<BulkTransfer> {
             } catch (RuntimeException e) {
                 probe.problem("closing the bulk listener threw", e);
             }
-            closeAndAccount(ends);
+            closeAndAccount(ends, Counter.BULK_LOST, false);
             staleCheck(ref, bulk, ends);
             probe.driverBusy(-1);
         }
@@ -246,55 +279,6 @@ final class BulkDriver extends Driver<BulkTransfer> {
         while (carryOn() && ends.stream().noneMatch(e -> e.closed.isDone())) {
             pause(50);
         }
-    }
-
-    private void closeAndAccount(List<End> ends) throws InterruptedException {
-        for (End e : ends) {
-            e.stopSending();
-        }
-        for (End e : ends) {
-            e.closedByUs = true;
-            try {
-                e.session.closeAsync();
-            } catch (RuntimeException x) {
-                probe.problem("closeAsync threw on " + e, x);
-            }
-        }
-        long deadline = deadline();
-        for (End e : ends) {
-            while (!e.closed.isDone() && before(deadline)) {
-                pause(10);
-            }
-            if (!e.closed.isDone()) {
-                probe.problem(e + " was not told that it closed within " + TIMEOUT_MILLIS + " ms of closing it", null);
-            }
-            while (e.outstanding() > 0 && before(deadline)) {
-                pause(10);
-            }
-            if (e.outstanding() > 0) {
-                probe.problem(e + ": " + e.outstanding() + " sends neither completed nor failed", null);
-            }
-        }
-        for (End e : ends) {
-            match(e);
-        }
-    }
-
-    /** The matching check of what {@code sender} sent: delivered once, in order, or lost with the session. */
-    private void match(End sender) {
-        End receiver = sender.peer;
-        if (receiver == null) {
-            if (sender.sent.attempted() > 0) {
-                probe.problem(sender + " sent without a peer", null);
-            }
-            return;
-        }
-        if (!sender.closed.isDone() || !receiver.closed.isDone() || sender.outstanding() > 0) {
-            return; // reported already: not told that it closed, or sends outstanding
-        }
-        long lost = sender.sent.match(sender + " to its peer", sender.stream, receiver.inbound,
-                receiver.closed.getNow(null), false, probe);
-        probe.add(Counter.BULK_LOST, lost);
     }
 
     /**

@@ -1,10 +1,13 @@
 package org.smbdirect.itest.traffic;
 
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceReference;
 import org.smbdirect.itest.lifecycle.probe.TrafficProbe;
+import org.smbdirect.itest.lifecycle.probe.TrafficProbe.Counter;
 import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionLostException;
 
@@ -195,5 +198,82 @@ abstract class Driver<S> implements Runnable {
 
     static boolean before(long deadline) {
         return System.nanoTime() - deadline < 0;
+    }
+
+    /** One end of a round's traffic, as the closing and matching checks see it. */
+    interface Stream {
+        /** Stops issuing sends. */
+        void stopSending();
+
+        /** Closes the end (a close of ours, not a loss). */
+        void close();
+
+        /** Completes once the end was told that it ended, closed or lost. */
+        CompletableFuture<ConnectionLoss> ended();
+
+        /** Sends neither completed nor failed yet. */
+        int outstanding();
+
+        /** The other end, once both are known. */
+        Stream peer();
+
+        /** What this end sent. */
+        Ledger sent();
+
+        /** The stream number this end's payloads carry. */
+        int stream();
+
+        /** What this end received from its peer. */
+        Payload.Inbound inbound();
+    }
+
+    /**
+     * Closes every end, then checks that each was told that it ended, that every send completed or
+     * failed, and that what each end sent was delivered to its peer once, in order, or lost with the
+     * connection (the matching check).
+     *
+     * @param lost where the sends lost with their connection are counted
+     * @param handedOverBeforePeerLoss as for {@link Ledger#match}: whether a completed send must have
+     *        been delivered when the receiver ended by its peer's disconnect
+     */
+    final void closeAndAccount(List<? extends Stream> ends, Counter lost, boolean handedOverBeforePeerLoss)
+            throws InterruptedException {
+        for (Stream e : ends) {
+            e.stopSending();
+        }
+        for (Stream e : ends) {
+            try {
+                e.close();
+            } catch (RuntimeException x) {
+                probe.problem("closeAsync threw on " + e, x);
+            }
+        }
+        long deadline = deadline();
+        for (Stream e : ends) {
+            while (!e.ended().isDone() && before(deadline)) {
+                pause(10);
+            }
+            if (!e.ended().isDone()) {
+                probe.problem(e + " was not told that it ended within " + TIMEOUT_MILLIS + " ms of closing it", null);
+            }
+            while (e.outstanding() > 0 && before(deadline)) {
+                pause(10);
+            }
+            if (e.outstanding() > 0) {
+                probe.problem(e + ": " + e.outstanding() + " sends neither completed nor failed", null);
+            }
+        }
+        for (Stream sender : ends) {
+            Stream receiver = sender.peer();
+            if (receiver == null) {
+                if (sender.sent().attempted() > 0) {
+                    probe.problem(sender + " sent without a peer", null);
+                }
+            } else if (sender.ended().isDone() && receiver.ended().isDone() && sender.outstanding() == 0) {
+                // (otherwise reported above: not told that it ended, or sends outstanding)
+                probe.add(lost, sender.sent().match(sender + " to its peer", sender.stream(), receiver.inbound(),
+                        receiver.ended().getNow(null), handedOverBeforePeerLoss, probe));
+            }
+        }
     }
 }

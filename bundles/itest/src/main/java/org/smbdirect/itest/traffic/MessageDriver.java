@@ -60,7 +60,7 @@ final class MessageDriver extends Driver<SmbDirect> {
     }
 
     /** One end of a connection: checks the peer's stream, sends its own. */
-    final class End implements ConnectionHandler, CompletionHandler<Void, Long> {
+    final class End implements ConnectionHandler, CompletionHandler<Void, Long>, Stream {
         final String role;
         volatile SmbDirectConnection connection;
         final CompletableFuture<ConnectionLoss> loss = new CompletableFuture<>();
@@ -109,12 +109,44 @@ final class MessageDriver extends Driver<SmbDirect> {
             }
         }
 
-        synchronized void stopSending() {
+        @Override
+        public synchronized void stopSending() {
             sending = false;
         }
 
-        synchronized int outstanding() {
+        @Override
+        public synchronized int outstanding() {
             return outstanding;
+        }
+
+        @Override
+        public void close() {
+            connection.closeAsync();
+        }
+
+        @Override
+        public CompletableFuture<ConnectionLoss> ended() {
+            return loss;
+        }
+
+        @Override
+        public Stream peer() {
+            return peer;
+        }
+
+        @Override
+        public Ledger sent() {
+            return sent;
+        }
+
+        @Override
+        public int stream() {
+            return stream;
+        }
+
+        @Override
+        public Payload.Inbound inbound() {
+            return inbound;
         }
 
         synchronized String describe() {
@@ -205,7 +237,7 @@ final class MessageDriver extends Driver<SmbDirect> {
             } catch (RuntimeException e) {
                 probe.problem("closing the listener threw", e);
             }
-            closeAndAccount(ends);
+            closeAndAccount(ends, Counter.MESSAGES_LOST, true);
             staleCheck(ref, transport, ends);
             probe.driverBusy(-1);
         }
@@ -254,58 +286,6 @@ final class MessageDriver extends Driver<SmbDirect> {
         while (carryOn() && ends.stream().noneMatch(e -> e.loss.isDone())) {
             pause(50);
         }
-    }
-
-    /** Closes every end, then checks that each was told of its loss once and every send completed or failed. */
-    private void closeAndAccount(List<End> ends) throws InterruptedException {
-        for (End e : ends) {
-            e.stopSending();
-        }
-        for (End e : ends) {
-            try {
-                e.connection.closeAsync();
-            } catch (RuntimeException x) {
-                probe.problem("closeAsync threw on " + e, x);
-            }
-        }
-        long deadline = deadline();
-        for (End e : ends) {
-            while (!e.loss.isDone() && before(deadline)) {
-                pause(10);
-            }
-            if (!e.loss.isDone()) {
-                probe.problem(e + " was not told of its loss within " + TIMEOUT_MILLIS + " ms of closing it", null);
-            }
-            while (e.outstanding() > 0 && before(deadline)) {
-                pause(10);
-            }
-            if (e.outstanding() > 0) {
-                probe.problem(e + ": " + e.outstanding() + " sends neither completed nor failed", null);
-            }
-        }
-        for (End e : ends) {
-            match(e);
-        }
-    }
-
-    /**
-     * The matching check of what {@code sender} sent: delivered to its peer once, in order, or lost
-     * with the connection. An end whose peer never got the connection sent nothing.
-     */
-    private void match(End sender) {
-        End receiver = sender.peer;
-        if (receiver == null) {
-            if (sender.sent.attempted() > 0) {
-                probe.problem(sender + " sent without a peer", null);
-            }
-            return;
-        }
-        if (!sender.loss.isDone() || !receiver.loss.isDone() || sender.outstanding() > 0) {
-            return; // reported already: not told of the loss, or sends outstanding
-        }
-        long lost = sender.sent.match(sender + " to its peer", sender.stream, receiver.inbound,
-                receiver.loss.getNow(null), true, probe);
-        probe.add(Counter.MESSAGES_LOST, lost);
     }
 
     /**

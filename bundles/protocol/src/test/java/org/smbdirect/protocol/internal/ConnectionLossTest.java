@@ -265,13 +265,7 @@ class ConnectionLossTest {
                 expected.add("message " + i);
             }
             expected.add("loss PEER_DISCONNECTED");
-            e.peer.endpoint.disconnect();
-            e.peer.awaitEnded();
-            long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
-            while (!e.connection.hasPendingTasks()) { // the disconnect event has reached the engine
-                assertTrue(System.nanoTime() < deadline, "the disconnect event never reached the engine");
-                Thread.onSpinWait();
-            }
+            disconnectWhileEngineBusy(e);
             release.countDown();
             assertEquals(TerminationReason.PEER_DISCONNECTED, upper.loss().reason());
             assertEquals(expected, order);
@@ -316,17 +310,22 @@ class ConnectionLossTest {
                 }
             }
             expected.add("loss PEER_DISCONNECTED");
-            e.peer.endpoint.disconnect();
-            e.peer.awaitEnded();
-            long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
-            while (!e.connection.hasPendingTasks()) { // the disconnect event has reached the engine
-                assertTrue(System.nanoTime() < deadline, "the disconnect event never reached the engine");
-                Thread.onSpinWait();
-            }
+            disconnectWhileEngineBusy(e);
             release.countDown();
             ConnectionLoss l = upper.loss();
             assertEquals(TerminationReason.PEER_DISCONNECTED, l.reason(), l.toString());
             assertEquals(expected, order);
+        }
+    }
+
+    /** The raw peer disconnects; returns once the disconnect event waits for the busy engine. */
+    private static void disconnectWhileEngineBusy(Established e) throws Exception {
+        e.peer.endpoint.disconnect();
+        e.peer.awaitEnded();
+        long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
+        while (!e.connection.hasPendingTasks()) {
+            assertTrue(System.nanoTime() < deadline, "the disconnect event never reached the engine");
+            Thread.onSpinWait();
         }
     }
 
