@@ -679,10 +679,10 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     }
 
     /**
-     * A post was refused. When the endpoint has disconnected
-     * underneath (the provider's event is on its way), this is the RDMA connection's end, not a
-     * transport error: the messages already received are handed over and the loss is the
-     * disconnect's (3.1.7.1), as when the event comes first. Otherwise the provider failed (3.1.4.2).
+     * A post was refused. When the endpoint has disconnected underneath (the provider's event is
+     * on its way), this is the RDMA connection's end, not a transport error: the messages already
+     * received are handed over and the loss is the disconnect's (3.1.7.1), as when the event comes
+     * first. Otherwise the provider failed (3.1.4.2).
      */
     private void postFailed(String what, RdmaException e) {
         if (endpoint.state().compareTo(EndpointState.DISCONNECTED) >= 0) {
