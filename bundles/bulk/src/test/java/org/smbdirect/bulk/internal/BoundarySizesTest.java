@@ -8,8 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.smbdirect.bulk.BulkConfig;
@@ -24,17 +23,8 @@ import org.smbdirect.transport.SmbDirectConfig;
  * MaxReadWriteSize and its multiples; by RDMA Read and by RDMA Write.
  */
 class BoundarySizesTest {
-    private BulkFixture fx;
-
-    @BeforeEach
-    void setUp() {
-        fx = new BulkFixture();
-    }
-
-    @AfterEach
-    void tearDown() {
-        fx.close();
-    }
+    @AutoClose
+    private final BulkFixture fx = new BulkFixture();
 
     private static BulkFixture.Side side(boolean rdmaRead) {
         return BulkFixture.side().sim("rdmaRead", rdmaRead);

@@ -14,8 +14,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.LinkedBlockingQueue;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.smbdirect.bulk.BulkConfig;
 import org.smbdirect.bulk.BulkListener;
@@ -31,17 +30,8 @@ import org.smbdirect.transport.TerminationReason;
 
 /** The session protocol end to end on the simulated fabric: the three paths, limits, closing. */
 class BulkSessionTest {
-    private BulkFixture fx;
-
-    @BeforeEach
-    void setUp() {
-        fx = new BulkFixture();
-    }
-
-    @AfterEach
-    void tearDown() {
-        fx.close();
-    }
+    @AutoClose
+    private final BulkFixture fx = new BulkFixture();
 
     @Test
     void helloExchanged_capabilitiesKnownToBothSides() throws Exception {

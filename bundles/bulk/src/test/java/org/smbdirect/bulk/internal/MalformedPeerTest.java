@@ -11,8 +11,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -34,17 +33,8 @@ import org.smbdirect.transport.TerminationReason;
 class MalformedPeerTest {
     private static final Hello HELLO = new Hello(true, 2, 1 << 20, 8 << 20, 4);
     private static final BufferDescriptorV1 D = new BufferDescriptorV1(0x1000, 0x1234, 1000);
-    private BulkFixture fx;
-
-    @BeforeEach
-    void setUp() {
-        fx = new BulkFixture();
-    }
-
-    @AfterEach
-    void tearDown() {
-        fx.close();
-    }
+    @AutoClose
+    private final BulkFixture fx = new BulkFixture();
 
     @Test
     void garbageBeforeHello_connectionClosed_noSessionSurfaces() throws Exception {

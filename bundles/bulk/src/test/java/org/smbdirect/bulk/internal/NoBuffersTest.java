@@ -10,8 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -29,17 +28,8 @@ import org.smbdirect.transport.SmbDirectException;
  */
 class NoBuffersTest {
     private static final int EVERY = 7;
-    private BulkFixture fx;
-
-    @BeforeEach
-    void setUp() {
-        fx = new BulkFixture();
-    }
-
-    @AfterEach
-    void tearDown() {
-        fx.close();
-    }
+    @AutoClose
+    private final BulkFixture fx = new BulkFixture();
 
     private static BulkFixture.Side side(boolean rdmaRead) {
         return BulkFixture.side().sim("rdmaRead", rdmaRead);

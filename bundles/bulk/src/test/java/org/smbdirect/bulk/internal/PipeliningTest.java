@@ -11,8 +11,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
@@ -25,17 +24,8 @@ import org.smbdirect.transport.RemoteAccess;
 /** Several transfers at once ({@link BulkConfig#maxInFlight()}), delivery in send order regardless. */
 class PipeliningTest {
     private static final BulkConfig SMALL_INLINE = BulkConfig.builder().inlineThreshold(100).maxInFlight(3).build();
-    private BulkFixture fx;
-
-    @BeforeEach
-    void setUp() {
-        fx = new BulkFixture();
-    }
-
-    @AfterEach
-    void tearDown() {
-        fx.close();
-    }
+    @AutoClose
+    private final BulkFixture fx = new BulkFixture();
 
     /**
      * Exactly maxInFlight transfers move; the rest, and inline sends behind a waiting one, wait in

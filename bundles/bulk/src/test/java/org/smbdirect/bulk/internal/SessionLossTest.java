@@ -11,8 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -26,17 +25,8 @@ import org.smbdirect.transport.TerminationReason;
 
 /** The connection ends in the middle of transfers: pending sends fail, registrations are released. */
 class SessionLossTest {
-    private BulkFixture fx;
-
-    @BeforeEach
-    void setUp() {
-        fx = new BulkFixture();
-    }
-
-    @AfterEach
-    void tearDown() {
-        fx.close();
-    }
+    @AutoClose
+    private final BulkFixture fx = new BulkFixture();
 
     /**
      * The receiver disconnects while three transfers move (their memory registered for its RDMA

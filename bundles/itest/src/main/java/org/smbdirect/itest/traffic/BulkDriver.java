@@ -53,24 +53,14 @@ final class BulkDriver extends Driver<BulkTransfer> {
     }
 
     /** One end of a session. */
-    final class End implements BulkHandler, Stream {
-        final String role;
+    final class End extends Stream implements BulkHandler {
         volatile BulkSession session;
-        final CompletableFuture<ConnectionLoss> closed = new CompletableFuture<>();
         volatile boolean closedByUs;
         private volatile boolean closedByOthers;
-        private final Payload.Inbound inbound = new Payload.Inbound();
         private final AtomicInteger closings = new AtomicInteger();
-        private final int stream = STREAMS.incrementAndGet();
-        private final Ledger sent = new Ledger();
-        /** The other end of the session, once both are known. */
-        volatile End peer;
-        private int outstanding;
-        private boolean sending;
-        private boolean sendFailed;
 
         End(String role, BulkSession session) {
-            this.role = role;
+            super(role, STREAMS.incrementAndGet());
             this.session = session;
         }
 
@@ -94,107 +84,53 @@ final class BulkDriver extends Driver<BulkTransfer> {
             }
             closedByOthers = !closedByUs && loss.reason() == TerminationReason.LOCAL_CLOSE;
             probe.add(Counter.BULK_ENDS_CLOSED, 1);
-            closed.complete(loss);
+            ended.complete(loss);
             wake();
         }
 
-        synchronized void startSending() {
-            sending = true;
-            for (int i = 0; i < WINDOW; i++) {
-                sendNext();
-            }
+        @Override
+        int size(long seq) {
+            return seq % 2 == 0 ? INLINE_SIZE : RDMA_SIZE;
         }
 
         @Override
-        public synchronized void stopSending() {
-            sending = false;
+        void post(long seq, ByteBuffer payload) {
+            session.send(payload).whenComplete((v, t) -> {
+                if (t == null) {
+                    sendCompleted(seq);
+                } else {
+                    sendFailed(seq, "bulk send", t instanceof java.util.concurrent.CompletionException
+                            && t.getCause() != null ? t.getCause() : t);
+                }
+            });
         }
 
         @Override
-        public synchronized int outstanding() {
-            return outstanding;
-        }
-
-        @Override
-        public void close() {
+        void close() {
             closedByUs = true;
             session.closeAsync();
         }
 
         @Override
-        public CompletableFuture<ConnectionLoss> ended() {
-            return closed;
+        String sendName(long seq) {
+            return "bulk send " + seq;
         }
 
         @Override
-        public Stream peer() {
-            return peer;
+        Counter attemptedCounter() {
+            return Counter.BULK_ATTEMPTED;
         }
 
         @Override
-        public Ledger sent() {
-            return sent;
+        Counter sentCounter() {
+            return Counter.BULK_SENT;
         }
 
-        @Override
-        public int stream() {
-            return stream;
-        }
-
-        @Override
-        public Payload.Inbound inbound() {
-            return inbound;
-        }
-
-        synchronized String describe() {
+        String describe() {
             BulkSession s = session;
-            return this + ": " + sent + ", received " + inbound.delivered() + ", outstanding " + outstanding + ", sending " + sending
-                    + ", send failed " + sendFailed + ", closed " + closed.getNow(null) + (s == null ? ""
+            return this + ": " + sendState() + ", closed " + ended.getNow(null) + (s == null ? ""
                     : ", transfers in flight " + s.statistics().transfersInFlight() + ", "
                             + MessageDriver.statistics(s.connection()));
-        }
-
-        private void sendNext() {
-            if (!sending || sendFailed) {
-                return;
-            }
-            long seq = sent.next();
-            ByteBuffer m = Payload.make(stream, seq, seq % 2 == 0 ? INLINE_SIZE : RDMA_SIZE, false);
-            outstanding++;
-            probe.add(Counter.BULK_ATTEMPTED, 1);
-            try {
-                session.send(m).whenComplete((v, t) -> done(seq, t));
-            } catch (RuntimeException e) {
-                outstanding--;
-                sendFailed = true;
-                sent.failed(seq);
-                probe.problem(this + ": send threw", e);
-            }
-        }
-
-        private void done(long seq, Throwable t) {
-            if (t == null) {
-                synchronized (this) {
-                    outstanding--;
-                    if (!sent.completed(seq)) {
-                        probe.problem(this + ": bulk send " + seq + " completed twice", null);
-                    }
-                    probe.add(Counter.BULK_SENT, 1);
-                    sendNext();
-                }
-                return;
-            }
-            synchronized (this) {
-                outstanding--;
-                sendFailed = true;
-                if (!sent.failed(seq)) {
-                    probe.problem(this + ": bulk send " + seq + " failed after it completed", null);
-                }
-            }
-            Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null
-                    ? t.getCause() : t;
-            failed("bulk send", cause, ConnectionLostException.class);
-            wake();
         }
 
         @Override
@@ -274,9 +210,9 @@ final class BulkDriver extends Driver<BulkTransfer> {
         probe.add(Counter.GENERATIONS, 1);
         client.peer = server;
         server.peer = client;
-        client.startSending();
-        server.startSending();
-        while (carryOn() && ends.stream().noneMatch(e -> e.closed.isDone())) {
+        client.startSending(WINDOW);
+        server.startSending(WINDOW);
+        while (carryOn() && ends.stream().noneMatch(e -> e.ended.isDone())) {
             pause(50);
         }
     }

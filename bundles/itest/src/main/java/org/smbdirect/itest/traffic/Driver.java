@@ -1,5 +1,6 @@
 package org.smbdirect.itest.traffic;
 
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -200,31 +201,113 @@ abstract class Driver<S> implements Runnable {
         return System.nanoTime() - deadline < 0;
     }
 
-    /** One end of a round's traffic, as the closing and matching checks see it. */
-    interface Stream {
-        /** Stops issuing sends. */
-        void stopSending();
+    /**
+     * One end of a round's traffic: it sends one stream of numbered payloads, at most a window of
+     * them outstanding, and checks the stream its peer sends. The closing and matching checks
+     * ({@link #closeAndAccount}) see ends through it.
+     */
+    abstract class Stream {
+        final String role;
+        /** Completes once the end was told that it ended, closed or lost. */
+        final CompletableFuture<ConnectionLoss> ended = new CompletableFuture<>();
+        /** What this end received from its peer. */
+        final Payload.Inbound inbound = new Payload.Inbound();
+        /** What this end sent. */
+        final Ledger sent = new Ledger();
+        /** The stream number this end's payloads carry. */
+        final int stream;
+        /** The other end, once both are known. */
+        volatile Stream peer;
+        private int outstanding;
+        private boolean sending;
+        private boolean sendFailed;
+
+        Stream(String role, int stream) {
+            this.role = role;
+            this.stream = stream;
+        }
+
+        /** The size of payload {@code seq}. */
+        abstract int size(long seq);
+
+        /** Sends payload {@code seq}; its completion calls {@link #sendCompleted} or {@link #sendFailed}. */
+        abstract void post(long seq, ByteBuffer payload);
 
         /** Closes the end (a close of ours, not a loss). */
-        void close();
+        abstract void close();
 
-        /** Completes once the end was told that it ended, closed or lost. */
-        CompletableFuture<ConnectionLoss> ended();
+        /** How problems name send {@code seq}. */
+        abstract String sendName(long seq);
+
+        /** The counters of sends attempted and completed. */
+        abstract Counter attemptedCounter();
+
+        abstract Counter sentCounter();
+
+        /** Starts sending, {@code window} payloads outstanding at most. */
+        final synchronized void startSending(int window) {
+            sending = true;
+            for (int i = 0; i < window; i++) {
+                sendNext();
+            }
+        }
+
+        /** Stops issuing sends. */
+        final synchronized void stopSending() {
+            sending = false;
+        }
 
         /** Sends neither completed nor failed yet. */
-        int outstanding();
+        final synchronized int outstanding() {
+            return outstanding;
+        }
 
-        /** The other end, once both are known. */
-        Stream peer();
+        /** What was sent, received and is outstanding, for diagnostics. */
+        final synchronized String sendState() {
+            return sent + ", received " + inbound.delivered() + ", outstanding " + outstanding + ", sending " + sending
+                    + ", send failed " + sendFailed;
+        }
 
-        /** What this end sent. */
-        Ledger sent();
+        /** Under the lock, so that sequence numbers are sent in order. */
+        private void sendNext() {
+            if (!sending || sendFailed) {
+                return;
+            }
+            long seq = sent.next();
+            ByteBuffer m = Payload.make(stream, seq, size(seq), false);
+            outstanding++;
+            probe.add(attemptedCounter(), 1);
+            try {
+                post(seq, m);
+            } catch (RuntimeException e) {
+                outstanding--;
+                sendFailed = true;
+                sent.failed(seq);
+                probe.problem(this + ": send threw", e);
+            }
+        }
 
-        /** The stream number this end's payloads carry. */
-        int stream();
+        final synchronized void sendCompleted(long seq) {
+            outstanding--;
+            if (!sent.completed(seq)) {
+                probe.problem(this + ": " + sendName(seq) + " completed twice", null);
+            }
+            probe.add(sentCounter(), 1);
+            sendNext();
+        }
 
-        /** What this end received from its peer. */
-        Payload.Inbound inbound();
+        /** A send failed: no more are issued; a failure other than the connection's loss is a problem. */
+        final void sendFailed(long seq, String operation, Throwable t) {
+            synchronized (this) {
+                outstanding--;
+                sendFailed = true;
+                if (!sent.failed(seq)) {
+                    probe.problem(this + ": " + sendName(seq) + " failed after it completed", null);
+                }
+            }
+            failed(operation, t, ConnectionLostException.class);
+            wake();
+        }
     }
 
     /**
@@ -250,10 +333,10 @@ abstract class Driver<S> implements Runnable {
         }
         long deadline = deadline();
         for (Stream e : ends) {
-            while (!e.ended().isDone() && before(deadline)) {
+            while (!e.ended.isDone() && before(deadline)) {
                 pause(10);
             }
-            if (!e.ended().isDone()) {
+            if (!e.ended.isDone()) {
                 probe.problem(e + " was not told that it ended within " + TIMEOUT_MILLIS + " ms of closing it", null);
             }
             while (e.outstanding() > 0 && before(deadline)) {
@@ -264,15 +347,15 @@ abstract class Driver<S> implements Runnable {
             }
         }
         for (Stream sender : ends) {
-            Stream receiver = sender.peer();
+            Stream receiver = sender.peer;
             if (receiver == null) {
-                if (sender.sent().attempted() > 0) {
+                if (sender.sent.attempted() > 0) {
                     probe.problem(sender + " sent without a peer", null);
                 }
-            } else if (sender.ended().isDone() && receiver.ended().isDone() && sender.outstanding() == 0) {
+            } else if (sender.ended.isDone() && receiver.ended.isDone() && sender.outstanding() == 0) {
                 // (otherwise reported above: not told that it ended, or sends outstanding)
-                probe.add(lost, sender.sent().match(sender + " to its peer", sender.stream(), receiver.inbound(),
-                        receiver.ended().getNow(null), handedOverBeforePeerLoss, probe));
+                probe.add(lost, sender.sent.match(sender + " to its peer", sender.stream, receiver.inbound,
+                        receiver.ended.getNow(null), handedOverBeforePeerLoss, probe));
             }
         }
     }

@@ -60,22 +60,12 @@ final class MessageDriver extends Driver<SmbDirect> {
     }
 
     /** One end of a connection: checks the peer's stream, sends its own. */
-    final class End implements ConnectionHandler, CompletionHandler<Void, Long>, Stream {
-        final String role;
+    final class End extends Stream implements ConnectionHandler, CompletionHandler<Void, Long> {
         volatile SmbDirectConnection connection;
-        final CompletableFuture<ConnectionLoss> loss = new CompletableFuture<>();
-        private final Payload.Inbound inbound = new Payload.Inbound();
         private final AtomicInteger losses = new AtomicInteger();
-        private final int stream = STREAMS.incrementAndGet();
-        private final Ledger sent = new Ledger();
-        /** The other end of the connection, once both are known. */
-        volatile End peer;
-        private int outstanding;
-        private boolean sending;
-        private boolean sendFailed;
 
         End(String role, SmbDirectConnection connection) {
-            this.role = role;
+            super(role, STREAMS.incrementAndGet());
             this.connection = connection;
         }
 
@@ -98,105 +88,54 @@ final class MessageDriver extends Driver<SmbDirect> {
                 return;
             }
             probe.add(Counter.CONNECTION_ENDS_LOST, 1);
-            loss.complete(l);
+            ended.complete(l);
             wake();
         }
 
-        synchronized void startSending() {
-            sending = true;
-            for (int i = 0; i < WINDOW; i++) {
-                sendNext();
-            }
+        @Override
+        int size(long seq) {
+            return SIZES[(int) (seq % SIZES.length)];
         }
 
         @Override
-        public synchronized void stopSending() {
-            sending = false;
+        void post(long seq, ByteBuffer payload) {
+            connection.send(payload, seq, this);
         }
 
         @Override
-        public synchronized int outstanding() {
-            return outstanding;
-        }
-
-        @Override
-        public void close() {
+        void close() {
             connection.closeAsync();
         }
 
         @Override
-        public CompletableFuture<ConnectionLoss> ended() {
-            return loss;
+        String sendName(long seq) {
+            return "the send of message " + seq;
         }
 
         @Override
-        public Stream peer() {
-            return peer;
+        Counter attemptedCounter() {
+            return Counter.MESSAGES_ATTEMPTED;
         }
 
         @Override
-        public Ledger sent() {
-            return sent;
+        Counter sentCounter() {
+            return Counter.MESSAGES_SENT;
         }
 
         @Override
-        public int stream() {
-            return stream;
-        }
-
-        @Override
-        public Payload.Inbound inbound() {
-            return inbound;
-        }
-
-        synchronized String describe() {
-            SmbDirectConnection c = connection;
-            return this + ": open " + (c != null && c.isOpen()) + ", " + sent + ", received "
-                    + inbound.delivered() + ", outstanding "
-                    + outstanding + ", sending " + sending + ", send failed " + sendFailed + ", loss "
-                    + loss.getNow(null) + (c == null ? "" : ", " + statistics(c));
-        }
-
-        /** Under the lock, so that sequence numbers are sent in order. */
-        private void sendNext() {
-            if (!sending || sendFailed) {
-                return;
-            }
-            long seq = sent.next();
-            ByteBuffer m = Payload.make(stream, seq, SIZES[(int) (seq % SIZES.length)], false);
-            outstanding++;
-            probe.add(Counter.MESSAGES_ATTEMPTED, 1);
-            try {
-                connection.send(m, seq, this);
-            } catch (RuntimeException e) {
-                outstanding--;
-                sendFailed = true;
-                sent.failed(seq);
-                probe.problem(this + ": send threw", e);
-            }
-        }
-
-        @Override
-        public synchronized void completed(Void v, Long seq) {
-            outstanding--;
-            if (!sent.completed(seq)) {
-                probe.problem(this + ": the send of message " + seq + " completed twice", null);
-            }
-            probe.add(Counter.MESSAGES_SENT, 1);
-            sendNext();
+        public void completed(Void v, Long seq) {
+            sendCompleted(seq);
         }
 
         @Override
         public void failed(Throwable t, Long seq) {
-            synchronized (this) {
-                outstanding--;
-                sendFailed = true;
-                if (!sent.failed(seq)) {
-                    probe.problem(this + ": the send of message " + seq + " failed after it completed", null);
-                }
-            }
-            MessageDriver.this.failed("send", t, ConnectionLostException.class);
-            wake();
+            sendFailed(seq, "send", t);
+        }
+
+        String describe() {
+            SmbDirectConnection c = connection;
+            return this + ": open " + (c != null && c.isOpen()) + ", " + sendState() + ", loss "
+                    + ended.getNow(null) + (c == null ? "" : ", " + statistics(c));
         }
 
         @Override
@@ -275,15 +214,15 @@ final class MessageDriver extends Driver<SmbDirect> {
             }
             active.peer = passive;
             passive.peer = active;
-            active.startSending();
-            passive.startSending();
+            active.startSending(WINDOW);
+            passive.startSending(WINDOW);
         }
         if (ends.isEmpty()) {
             pause(20); // nothing connected: the round is over, try again
             return;
         }
         probe.add(Counter.GENERATIONS, 1);
-        while (carryOn() && ends.stream().noneMatch(e -> e.loss.isDone())) {
+        while (carryOn() && ends.stream().noneMatch(e -> e.ended.isDone())) {
             pause(50);
         }
     }
@@ -293,7 +232,7 @@ final class MessageDriver extends Driver<SmbDirect> {
      * used must now refuse, clearly, rather than make connections nobody will close.
      */
     private void staleCheck(ServiceReference<SmbDirect> ref, SmbDirect transport, List<End> ends) {
-        boolean shutDown = ends.stream().map(e -> e.loss.getNow(null))
+        boolean shutDown = ends.stream().map(e -> e.ended.getNow(null))
                 .anyMatch(l -> l != null && l.reason() == TerminationReason.TRANSPORT_SHUTDOWN);
         if (!shutDown || ref.getBundle() != null) {
             return;

@@ -153,7 +153,7 @@ final class CqEventLoop implements Runnable {
                 if (now - lastSweep >= SWEEP_NANOS) {
                     lastSweep = now;
                     for (VerbsCompletionQueue cq : snapshot) {
-                        cq.sweep();
+                        cq.reap(); // failures a device did not signal
                     }
                 }
                 deliverNotifications();

@@ -308,20 +308,10 @@ final class VerbsCompletionQueue implements CompletionQueue {
         }
     }
 
-    /** Called periodically on the completion thread: notices failures a device did not signal. */
-    void sweep() {
-        lock.lock();
-        try {
-            if (!nativeReleased) {
-                pollHardware();
-                evaluate(false);
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Moves completions from the verbs CQ into the ring; may be called from any thread. */
+    /**
+     * Moves completions from the verbs CQ into the ring; may be called from any thread. The
+     * completion thread also calls it periodically, to notice failures a device did not signal.
+     */
     void reap() {
         lock.lock();
         try {

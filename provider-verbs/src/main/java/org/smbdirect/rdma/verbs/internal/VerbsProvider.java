@@ -317,12 +317,7 @@ public final class VerbsProvider implements RdmaProvider {
         checkOpen();
         checkOptions(options, listener);
         long serial = newSerial();
-        long cmId;
-        try {
-            cmId = VerbsNative.createCmId(channelPtr, serial);
-        } catch (NativeException e) {
-            throw e.toRdmaException("creating an rdma_cm identifier");
-        }
+        long cmId = newCmId(serial);
         try {
             // Bound now, so that the queue pair exists (and receives can be posted) before connecting.
             VerbsNative.bindAddr(cmId, addresses.get(0).getAddress(), 0);
@@ -375,6 +370,15 @@ public final class VerbsProvider implements RdmaProvider {
 
     VerbsEndpoint endpoint(int id) {
         return endpoints.get(id);
+    }
+
+    /** A new rdma_cm identifier on the provider's event channel, its events tagged {@code serial}. */
+    private long newCmId(long serial) throws RdmaException {
+        try {
+            return VerbsNative.createCmId(channelPtr, serial);
+        } catch (NativeException e) {
+            throw e.toRdmaException("creating an rdma_cm identifier");
+        }
     }
 
     long newSerial() {
@@ -431,12 +435,7 @@ public final class VerbsProvider implements RdmaProvider {
                     + addresses);
         }
         long serial = newSerial();
-        long cmId;
-        try {
-            cmId = VerbsNative.createCmId(channelPtr, serial);
-        } catch (NativeException e) {
-            throw e.toRdmaException("creating an rdma_cm identifier");
-        }
+        long cmId = newCmId(serial);
         try {
             VerbsNative.bindAddr(cmId, local.getAddress().getAddress(), local.getPort());
             VerbsNative.listen(cmId, 128);
