@@ -52,7 +52,9 @@ final class Problems extends Handler implements FrameworkListener, Thread.Uncaug
         if (event.getType() == FrameworkEvent.ERROR && event.getBundle() != null
                 && consumer.equals(event.getBundle().getSymbolicName())
                 && event.getThrowable() instanceof ServiceException
-                && ((ServiceException) event.getThrowable()).getType() == ServiceException.FACTORY_ERROR) {
+                && (((ServiceException) event.getThrowable()).getType() == ServiceException.FACTORY_ERROR
+                        || ((ServiceException) event.getThrowable()).getType() == ServiceException.FACTORY_EXCEPTION
+                                && dependencyTrackerClosed(event.getThrowable().getCause()))) {
             factoryNulls.incrementAndGet();
             return;
         }
@@ -69,7 +71,7 @@ final class Problems extends Handler implements FrameworkListener, Thread.Uncaug
         }
         if (event.getType() == FrameworkEvent.ERROR || event.getType() == FrameworkEvent.WARNING) {
             seen.add("framework " + (event.getType() == FrameworkEvent.ERROR ? "ERROR" : "WARNING") + " from "
-                    + event.getBundle() + ": " + event.getThrowable());
+                    + event.getBundle() + ": " + event.getThrowable() + where(event.getThrowable()));
         }
     }
 
@@ -96,10 +98,39 @@ final class Problems extends Handler implements FrameworkListener, Thread.Uncaug
     /**
      * ERROR events "Service factory returned null" for the consumer's {@code getService}: Declarative
      * Services returns null when the call races with the service's bundle stopping, and the
-     * framework reports that as an ERROR (OSGi Core 5.9). Each must match a null the consumer saw.
+     * framework reports that as an ERROR (OSGi Core 5.9). SCR's own exception for the same race
+     * (see {@link #dependencyTrackerClosed}) counts here too. Each must match a null the consumer saw.
      */
     long factoryNulls() {
         return factoryNulls.get();
+    }
+
+    /**
+     * How Felix SCR 2.2.18's service factory fails when a getService races with the deactivation
+     * of the service's component: the component's dependency tracker is already closed and
+     * {@code DependencyManager.open} dereferences it (the FELIX-6251 family). The framework then
+     * returns null to the caller, exactly as for "Service factory returned null".
+     */
+    private static boolean dependencyTrackerClosed(Throwable cause) {
+        if (!(cause instanceof NullPointerException)) {
+            return false;
+        }
+        StackTraceElement[] st = cause.getStackTrace();
+        return st.length > 0 && st[0].getClassName().startsWith("org.apache.felix.scr.impl.manager.DependencyManager");
+    }
+
+    /** The first frames of the cause, so a failure names where it came from. */
+    private static String where(Throwable t) {
+        Throwable c = t == null || t.getCause() == null ? t : t.getCause();
+        if (c == null) {
+            return "";
+        }
+        StringBuilder b = new StringBuilder();
+        StackTraceElement[] st = c.getStackTrace();
+        for (int i = 0; i < Math.min(4, st.length); i++) {
+            b.append("\n    at ").append(st[i]);
+        }
+        return b.toString();
     }
 
     /** How SCR's service factory fails for a getService of a bundle that is stopping. */
