@@ -1,10 +1,14 @@
 package org.smbdirect.itest.lifecycle;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
@@ -20,12 +24,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 
+import org.apache.felix.service.command.CommandProcessor;
+import org.apache.felix.service.command.CommandSession;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DynamicTest;
@@ -35,6 +42,7 @@ import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.Constants;
 import org.osgi.framework.FrameworkEvent;
+import org.osgi.framework.ServiceReference;
 import org.osgi.framework.ServiceRegistration;
 import org.osgi.framework.wiring.BundleWiring;
 import org.osgi.framework.wiring.FrameworkWiring;
@@ -100,6 +108,10 @@ class BundleLifecycleTest {
     static final int DRIVERS = 2;
     /** Traffic that must arrive after each restart: messages, and one bulk send of each size. */
     static final int MESSAGES_AFTER_RESTART = 16;
+    /** The Gogo commands: after each of its restarts they must answer again. */
+    static final String SHELL = "org.smbdirect.shell";
+    /** The provider's line in {@code smbdirect:providers}, marked as the one the transport uses. */
+    static final Pattern SHELL_SEES_PROVIDER = Pattern.compile("(?m)^\\* " + PROVIDER + " +sim ");
     /** Bound of every wait for asynchronous start-up or shutdown. */
     static final Duration WAIT = Duration.ofSeconds(30);
 
@@ -220,6 +232,9 @@ class BundleLifecycleTest {
             }, () -> Snapshot.take(context, PRODUCT, TESTS).toString());
             b.start();
             settle(name + " restarted (" + i + ")", probe.snapshot());
+            if (SHELL.equals(name)) {
+                shellAnswers(name + " restarted (" + i + ")");
+            }
             stopStart.add(System.nanoTime() - t0);
         }
 
@@ -231,6 +246,9 @@ class BundleLifecycleTest {
             b.update();
             refresh(b);
             settle(name + " updated (" + i + ")", probe.snapshot());
+            if (SHELL.equals(name)) {
+                shellAnswers(name + " updated (" + i + ")");
+            }
             updates.add(System.nanoTime() - t0);
         }
 
@@ -273,6 +291,34 @@ class BundleLifecycleTest {
         awaitTraffic(what + ": traffic flows", mark);
         await(what + ": back at the baseline", () -> Snapshot.take(context, PRODUCT, TESTS).sameAs(baseline),
                 () -> "now " + Snapshot.take(context, PRODUCT, TESTS) + "\nbaseline " + baseline);
+    }
+
+    /**
+     * After the shell's restart its commands work again: {@code smbdirect:providers}, run through
+     * Gogo as a user would, lists the provider and marks it as the transport's.
+     */
+    private void shellAnswers(String what) throws Exception {
+        ServiceReference<CommandProcessor> ref = context.getServiceReference(CommandProcessor.class);
+        assertNotNull(ref, "Gogo's command processor");
+        CommandProcessor gogo = context.getService(ref);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream print = new PrintStream(out, true, UTF_8);
+        try {
+            await(what + ": smbdirect:providers lists the provider in use", () -> {
+                out.reset();
+                CommandSession session = gogo.createSession(InputStream.nullInputStream(), print, print);
+                try {
+                    session.execute("smbdirect:providers");
+                } catch (Exception e) {
+                    print.println(e); // not registered yet: shown if the wait times out
+                } finally {
+                    session.close();
+                }
+                return SHELL_SEES_PROVIDER.matcher(out.toString(UTF_8)).find();
+            }, () -> out.toString(UTF_8));
+        } finally {
+            context.ungetService(ref);
+        }
     }
 
     /** Switches traffic off and checks that nothing of it is left anywhere. */

@@ -49,24 +49,21 @@ final class Problems extends Handler implements FrameworkListener, Thread.Uncaug
 
     @Override
     public void frameworkEvent(FrameworkEvent event) {
-        if (event.getType() == FrameworkEvent.ERROR && event.getBundle() != null
+        int factory = event.getType() == FrameworkEvent.ERROR && event.getBundle() != null
                 && consumer.equals(event.getBundle().getSymbolicName())
                 && event.getThrowable() instanceof ServiceException
-                && (((ServiceException) event.getThrowable()).getType() == ServiceException.FACTORY_ERROR
-                        || ((ServiceException) event.getThrowable()).getType() == ServiceException.FACTORY_EXCEPTION
-                                && dependencyTrackerClosed(event.getThrowable().getCause()))) {
-            factoryNulls.incrementAndGet();
-            return;
-        }
-        if (event.getType() == FrameworkEvent.ERROR && event.getBundle() != null
-                && consumer.equals(event.getBundle().getSymbolicName())
-                && event.getThrowable() instanceof ServiceException
-                && ((ServiceException) event.getThrowable()).getType() == ServiceException.FACTORY_EXCEPTION
-                && consumerStopping(event.getThrowable().getCause())) {
+                        ? ((ServiceException) event.getThrowable()).getType() : -1;
+        Throwable cause = event.getThrowable() == null ? null : event.getThrowable().getCause();
+        if (factory == ServiceException.FACTORY_EXCEPTION && consumerStopping(cause)) {
             // Felix SCR's service factory, called for a getService of the consumer while the
             // consumer itself is being stopped by a refresh, finds no using bundle or an invalid
             // context: the race is the consumer's own stop, and its getService saw null.
             consumerStopping.incrementAndGet();
+            return;
+        }
+        if (factory == ServiceException.FACTORY_ERROR
+                || factory == ServiceException.FACTORY_EXCEPTION && scrInternalNullPointer(cause)) {
+            factoryNulls.incrementAndGet();
             return;
         }
         if (event.getType() == FrameworkEvent.ERROR || event.getType() == FrameworkEvent.WARNING) {
@@ -99,7 +96,7 @@ final class Problems extends Handler implements FrameworkListener, Thread.Uncaug
      * ERROR events "Service factory returned null" for the consumer's {@code getService}: Declarative
      * Services returns null when the call races with the service's bundle stopping, and the
      * framework reports that as an ERROR (OSGi Core 5.9). SCR's own exception for the same race
-     * (see {@link #dependencyTrackerClosed}) counts here too. Each must match a null the consumer saw.
+     * (see {@link #scrInternalNullPointer}) counts here too. Each must match a null the consumer saw.
      */
     long factoryNulls() {
         return factoryNulls.get();
@@ -107,16 +104,17 @@ final class Problems extends Handler implements FrameworkListener, Thread.Uncaug
 
     /**
      * How Felix SCR 2.2.18's service factory fails when a getService races with the deactivation
-     * of the service's component: the component's dependency tracker is already closed and
-     * {@code DependencyManager.open} dereferences it (the FELIX-6251 family). The framework then
-     * returns null to the caller, exactly as for "Service factory returned null".
+     * of the service's component: SCR dereferences state it has already torn down, for example
+     * the closed dependency tracker in {@code DependencyManager.open} (the FELIX-6251 family).
+     * The framework then returns null to the caller, exactly as for "Service factory returned
+     * null". An exception from our own code has our frame on top and is not this.
      */
-    private static boolean dependencyTrackerClosed(Throwable cause) {
+    private static boolean scrInternalNullPointer(Throwable cause) {
         if (!(cause instanceof NullPointerException)) {
             return false;
         }
         StackTraceElement[] st = cause.getStackTrace();
-        return st.length > 0 && st[0].getClassName().startsWith("org.apache.felix.scr.impl.manager.DependencyManager");
+        return st.length > 0 && st[0].getClassName().startsWith("org.apache.felix.scr.impl.manager.");
     }
 
     /** The first frames of the cause, so a failure names where it came from. */

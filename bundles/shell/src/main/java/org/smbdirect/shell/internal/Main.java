@@ -20,14 +20,17 @@ import org.osgi.framework.ServiceReference;
 import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 
 /**
  * The main thread of the executable distribution. The bnd launcher of {@code smbdirect.jar}
  * registers itself with the command line ({@code launcher.arguments}) and calls the
- * {@code main.thread} service it finds; its return value is the process's exit status. Only that
- * launcher registers such a service, so in any other framework (Karaf, a plain Felix) this
- * component stays unsatisfied and does nothing.
+ * {@code main.thread} service it finds; its return value is the process's exit status. The
+ * component registers that service only when the framework property {@value #DISTRIBUTION} is
+ * {@code true}, which the distribution's bndrun sets: other frameworks started by the same
+ * launcher (bnd's tester, a test bndrun that holds this bundle) keep their main thread. Outside
+ * the bnd launcher (Karaf, a plain Felix) the component stays unsatisfied and does nothing.
  *
  * <ul>
  * <li>no arguments: the interactive Gogo shell on the terminal; {@code exit} or end of input
@@ -36,8 +39,10 @@ import org.osgi.service.component.annotations.Reference;
  * <li>{@code -c COMMAND...}: one Gogo command line; {@code SCRIPT [args]}: a Gogo script.</li>
  * </ul>
  */
-@Component(service = Callable.class, property = "main.thread=true")
+@Component(service = {})
 public final class Main implements Callable<Integer> {
+    /** The framework property by which the distribution's launch asks for this main thread. */
+    static final String DISTRIBUTION = "smbdirect.main";
     /** Set {@code -Dsmbdirect.log.level=INFO} (a java.util.logging level) to see the bundles' log. */
     static final String LOG_LEVEL = "smbdirect.log.level";
     // held so that java.util.logging keeps the level (it references loggers weakly)
@@ -54,9 +59,10 @@ public final class Main implements Callable<Integer> {
     private final String[] arguments;
     private final CommandProcessor processor;
     private final SmbDirectCommands commands;
+    private final ServiceRegistration<?> registration;
 
     /**
-     * Creates the main thread.
+     * Creates the main thread and offers it to the launcher when this is the distribution.
      *
      * @param context the bundle's context (to register {@code exit})
      * @param launcher the bnd launcher's service, carrying the command line
@@ -72,6 +78,21 @@ public final class Main implements Callable<Integer> {
         this.arguments = args instanceof String[] ? (String[]) args : new String[0];
         this.processor = processor;
         this.commands = commands;
+        if (Boolean.parseBoolean(context.getProperty(DISTRIBUTION))) {
+            Hashtable<String, Object> props = new Hashtable<>();
+            props.put("main.thread", "true");
+            registration = context.registerService(Callable.class, this, props);
+        } else {
+            registration = null;
+        }
+    }
+
+    /** Withdraws the main thread (the launcher ends the framework when it returns). */
+    @Deactivate
+    void deactivate() {
+        if (registration != null) {
+            registration.unregister();
+        }
     }
 
     @Override
