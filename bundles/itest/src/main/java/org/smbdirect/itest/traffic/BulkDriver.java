@@ -6,10 +6,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceReference;
@@ -30,30 +29,18 @@ import org.smbdirect.transport.TerminationReason;
  * 8192 bytes, RDMA Read beyond), at most {@link #WINDOW} at a time per side, each side checking
  * what it receives.
  */
-final class BulkDriver extends Driver<BulkTransfer> {
+final class BulkDriver extends Driver<BulkTransfer, BulkListener, BulkDriver.End> {
     static final int WINDOW = 4;
     static final int INLINE_SIZE = 3000;
     static final int RDMA_SIZE = 100_000;
     private static final AtomicInteger STREAMS = new AtomicInteger(1 << 20);
 
-    /** The current round's ends, for {@link #describe()}. */
-    private volatile List<End> roundEnds = List.of();
-
     BulkDriver(BundleContext context, TrafficProbe probe) {
-        super(context, probe, BulkTransfer.class, "bulk");
-    }
-
-    @Override
-    String describe() {
-        StringBuilder s = new StringBuilder(roundEnds.size() + " ends");
-        for (End e : roundEnds) {
-            s.append("\n  ").append(e.describe());
-        }
-        return s.toString();
+        super(context, probe, BulkTransfer.class, "bulk", "bulk ", Counter.BULK_ENDS_OPENED, Counter.BULK_LOST, false);
     }
 
     /** One end of a session. */
-    final class End extends Stream implements BulkHandler {
+    final class End extends Driver<BulkTransfer, BulkListener, End>.Stream implements BulkHandler {
         volatile BulkSession session;
         volatile boolean closedByUs;
         private volatile boolean closedByOthers;
@@ -126,6 +113,7 @@ final class BulkDriver extends Driver<BulkTransfer> {
             return Counter.BULK_SENT;
         }
 
+        @Override
         String describe() {
             BulkSession s = session;
             return this + ": " + sendState() + ", closed " + ended.getNow(null) + (s == null ? ""
@@ -141,44 +129,16 @@ final class BulkDriver extends Driver<BulkTransfer> {
     }
 
     @Override
-    void round(ServiceReference<BulkTransfer> ref, BulkTransfer bulk) throws InterruptedException {
-        List<End> ends = new CopyOnWriteArrayList<>();
-        roundEnds = ends;
-        BlockingQueue<End> accepted = new LinkedBlockingQueue<>();
-        BulkListener listener;
-        try {
-            listener = bulk.listen(new InetSocketAddress(0), s -> {
-                End e = new End("server", s);
-                ends.add(e);
-                probe.add(Counter.BULK_ENDS_OPENED, 1);
-                accepted.add(e);
-                return e;
-            });
-        } catch (SmbDirectException e) {
-            failed("bulk listen", e, SmbDirectException.class);
-            pause(20);
-            return;
-        } catch (RuntimeException e) {
-            probe.problem("bulk listen threw", e);
-            pause(20);
-            return;
-        }
-        probe.driverBusy(1);
-        try {
-            carry(bulk, listener, ends, accepted);
-        } finally {
-            try {
-                listener.close();
-            } catch (RuntimeException e) {
-                probe.problem("closing the bulk listener threw", e);
-            }
-            closeAndAccount(ends, Counter.BULK_LOST, false);
-            staleCheck(ref, bulk, ends);
-            probe.driverBusy(-1);
-        }
+    BulkListener listen(BulkTransfer bulk, Consumer<End> accepted) throws SmbDirectException {
+        return bulk.listen(new InetSocketAddress(0), s -> {
+            End e = new End("server", s);
+            accepted.accept(e);
+            return e;
+        });
     }
 
-    private void carry(BulkTransfer bulk, BulkListener listener, List<End> ends, BlockingQueue<End> accepted)
+    @Override
+    void carry(BulkTransfer bulk, BulkListener listener, List<End> ends, BlockingQueue<End> accepted)
             throws InterruptedException {
         InetSocketAddress at = listener.localAddress();
         if (at == null) {
@@ -221,7 +181,8 @@ final class BulkDriver extends Driver<BulkTransfer> {
      * The bulk component closed the round's sessions (it was deactivated) and its service is gone:
      * the service object must now refuse, clearly, rather than open sessions nobody will close.
      */
-    private void staleCheck(ServiceReference<BulkTransfer> ref, BulkTransfer bulk, List<End> ends) {
+    @Override
+    void staleCheck(ServiceReference<BulkTransfer> ref, BulkTransfer bulk, List<End> ends) {
         if (ref.getBundle() != null || ends.stream().noneMatch(e -> e.closedByOthers)) {
             return;
         }

@@ -2,8 +2,12 @@ package org.smbdirect.itest.traffic;
 
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceReference;
@@ -11,6 +15,7 @@ import org.smbdirect.itest.lifecycle.probe.TrafficProbe;
 import org.smbdirect.itest.lifecycle.probe.TrafficProbe.Counter;
 import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionLostException;
+import org.smbdirect.transport.SmbDirectException;
 
 /**
  * One kind of traffic, on its own thread: while the probe says so, it looks the service up and
@@ -19,8 +24,12 @@ import org.smbdirect.transport.ConnectionLostException;
  * Declarative Services reference would, and looks the service up again once it went.
  *
  * @param <S> the service type
+ * @param <L> the type of the service's listeners
+ * @param <E> the type of the round's ends; a driver's end class names its supertype in full
+ *        ({@code Driver<S, L, End>.Stream}), as javac checks this bound before it resolves a bare
+ *        {@code Stream} inherited by the class it is declaring
  */
-abstract class Driver<S> implements Runnable {
+abstract class Driver<S, L extends AutoCloseable, E extends Driver<S, L, E>.Stream> implements Runnable {
     /** Every wait of a round is bounded by this; nothing here waits for a protocol timer. */
     static final long TIMEOUT_MILLIS = 15_000;
 
@@ -32,13 +41,27 @@ abstract class Driver<S> implements Runnable {
     private volatile boolean running = true;
     private volatile ServiceReference<?> current;
     private volatile boolean currentGone;
+    /** How the round's operations are named in problems and expected failures ("bulk " or ""). */
+    private final String label;
+    /** Where the ends a round opens, and the sends lost with their connections, are counted. */
+    private final Counter endsOpened;
+    private final Counter lost;
+    /** As for {@link Ledger#match}. */
+    private final boolean handedOverBeforePeerLoss;
+    /** The current round's ends, for {@link #describe()}. */
+    private volatile List<E> roundEnds = List.of();
 
-    Driver(BundleContext context, TrafficProbe probe, Class<S> type, String name) {
+    Driver(BundleContext context, TrafficProbe probe, Class<S> type, String name, String label, Counter endsOpened,
+            Counter lost, boolean handedOverBeforePeerLoss) {
         this.context = context;
         this.probe = probe;
         this.type = type;
         this.thread = new Thread(this, "itest-traffic-" + name);
         thread.setDaemon(true);
+        this.label = label;
+        this.endsOpened = endsOpened;
+        this.lost = lost;
+        this.handedOverBeforePeerLoss = handedOverBeforePeerLoss;
     }
 
     void start() {
@@ -160,7 +183,14 @@ abstract class Driver<S> implements Runnable {
     }
 
     /** What the driver is doing: the round's connections, their state and counters. */
-    abstract String describe();
+    final String describe() {
+        List<E> ends = roundEnds;
+        StringBuilder s = new StringBuilder(ends.size() + " ends");
+        for (E e : ends) {
+            s.append("\n  ").append(e.describe());
+        }
+        return s.toString();
+    }
 
     /** Called between rounds while traffic is switched off. */
     void idle() throws InterruptedException {
@@ -170,7 +200,52 @@ abstract class Driver<S> implements Runnable {
      * Listens, connects, carries traffic until {@link #carryOn()} turns false or a connection
      * ends, then closes everything it opened and accounts for it.
      */
-    abstract void round(ServiceReference<S> ref, S service) throws InterruptedException;
+    final void round(ServiceReference<S> ref, S service) throws InterruptedException {
+        List<E> ends = new CopyOnWriteArrayList<>();
+        roundEnds = ends;
+        BlockingQueue<E> accepted = new LinkedBlockingQueue<>();
+        L listener;
+        try {
+            listener = listen(service, e -> {
+                ends.add(e);
+                probe.add(endsOpened, 1);
+                accepted.add(e);
+            });
+        } catch (SmbDirectException e) {
+            failed(label + "listen", e, SmbDirectException.class); // no provider, or the service is closed
+            pause(20);
+            return;
+        } catch (RuntimeException e) {
+            probe.problem(label + "listen threw", e);
+            pause(20);
+            return;
+        }
+        probe.driverBusy(1);
+        try {
+            carry(service, listener, ends, accepted);
+        } finally {
+            try {
+                listener.close();
+            } catch (Exception e) {
+                probe.problem("closing the " + label + "listener threw", e);
+            }
+            closeAndAccount(ends, lost, handedOverBeforePeerLoss);
+            staleCheck(ref, service, ends);
+            probe.driverBusy(-1);
+        }
+    }
+
+    /** Listens on any port; each end the listener accepts is handed to {@code accepted}. */
+    abstract L listen(S service, Consumer<E> accepted) throws SmbDirectException;
+
+    /**
+     * Connects to the listener, pairs the ends ({@code ends} holds the accepted ones already;
+     * the connecting ones are added here) and lets them send until the round ends.
+     */
+    abstract void carry(S service, L listener, List<E> ends, BlockingQueue<E> accepted) throws InterruptedException;
+
+    /** After the round: a service object whose service went away must refuse further use. */
+    abstract void staleCheck(ServiceReference<S> ref, S service, List<E> ends);
 
     /** Records an exception a cycle may cause, by kind; anything else is a problem. */
     void failed(String operation, Throwable t, Class<?>... allowed) {
@@ -243,6 +318,9 @@ abstract class Driver<S> implements Runnable {
         abstract Counter attemptedCounter();
 
         abstract Counter sentCounter();
+
+        /** The end's state for a report: sending, closed or lost, its connection's counters. */
+        abstract String describe();
 
         /** Starts sending, {@code window} payloads outstanding at most. */
         final synchronized void startSending(int window) {

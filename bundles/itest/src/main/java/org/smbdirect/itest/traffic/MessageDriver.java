@@ -11,10 +11,9 @@ import java.util.Map;
 import java.util.OptionalInt;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceReference;
@@ -36,31 +35,20 @@ import org.smbdirect.transport.TransportStatistics;
  * and larger than MaxSendSize so that they travel in fragments), at most {@link #WINDOW} at a time,
  * and checks the stream it receives.
  */
-final class MessageDriver extends Driver<SmbDirect> {
+final class MessageDriver extends Driver<SmbDirect, SmbDirectListener, MessageDriver.End> {
     static final int PAIRS = 2;
     static final int WINDOW = 8;
     /** Sizes in turn: one fragment, one fragment, 3 and 7 fragments of the default MaxSendSize. */
     static final int[] SIZES = {64, 1000, 3000, 9000};
     private static final AtomicInteger STREAMS = new AtomicInteger();
 
-    /** The current round's ends, for {@link #describe()}. */
-    private volatile List<End> roundEnds = List.of();
-
     MessageDriver(BundleContext context, TrafficProbe probe) {
-        super(context, probe, SmbDirect.class, "messages");
-    }
-
-    @Override
-    String describe() {
-        StringBuilder s = new StringBuilder(roundEnds.size() + " ends");
-        for (End e : roundEnds) {
-            s.append("\n  ").append(e.describe());
-        }
-        return s.toString();
+        super(context, probe, SmbDirect.class, "messages", "", Counter.CONNECTION_ENDS_OPENED, Counter.MESSAGES_LOST, true);
     }
 
     /** One end of a connection: checks the peer's stream, sends its own. */
-    final class End extends Stream implements ConnectionHandler, CompletionHandler<Void, Long> {
+    final class End extends Driver<SmbDirect, SmbDirectListener, End>.Stream
+            implements ConnectionHandler, CompletionHandler<Void, Long> {
         volatile SmbDirectConnection connection;
         private final AtomicInteger losses = new AtomicInteger();
 
@@ -132,6 +120,7 @@ final class MessageDriver extends Driver<SmbDirect> {
             sendFailed(seq, "send", t);
         }
 
+        @Override
         String describe() {
             SmbDirectConnection c = connection;
             return this + ": open " + (c != null && c.isOpen()) + ", " + sendState() + ", loss "
@@ -145,44 +134,16 @@ final class MessageDriver extends Driver<SmbDirect> {
     }
 
     @Override
-    void round(ServiceReference<SmbDirect> ref, SmbDirect transport) throws InterruptedException {
-        List<End> ends = new CopyOnWriteArrayList<>();
-        roundEnds = ends;
-        BlockingQueue<End> accepted = new LinkedBlockingQueue<>();
-        SmbDirectListener listener;
-        try {
-            listener = transport.listen(new InetSocketAddress(0), c -> {
-                End e = new End("passive", c);
-                ends.add(e);
-                probe.add(Counter.CONNECTION_ENDS_OPENED, 1);
-                accepted.add(e);
-                return e;
-            });
-        } catch (SmbDirectException e) {
-            failed("listen", e, SmbDirectException.class); // no provider, or the transport is closed
-            pause(20);
-            return;
-        } catch (RuntimeException e) {
-            probe.problem("listen threw", e);
-            pause(20);
-            return;
-        }
-        probe.driverBusy(1);
-        try {
-            carry(transport, listener, ends, accepted);
-        } finally {
-            try {
-                listener.close();
-            } catch (RuntimeException e) {
-                probe.problem("closing the listener threw", e);
-            }
-            closeAndAccount(ends, Counter.MESSAGES_LOST, true);
-            staleCheck(ref, transport, ends);
-            probe.driverBusy(-1);
-        }
+    SmbDirectListener listen(SmbDirect transport, Consumer<End> accepted) throws SmbDirectException {
+        return transport.listen(new InetSocketAddress(0), c -> {
+            End e = new End("passive", c);
+            accepted.accept(e);
+            return e;
+        });
     }
 
-    private void carry(SmbDirect transport, SmbDirectListener listener, List<End> ends, BlockingQueue<End> accepted)
+    @Override
+    void carry(SmbDirect transport, SmbDirectListener listener, List<End> ends, BlockingQueue<End> accepted)
             throws InterruptedException {
         InetSocketAddress at = listener.localAddress();
         if (at == null) {
@@ -231,7 +192,8 @@ final class MessageDriver extends Driver<SmbDirect> {
      * The transport shut down under the round (its bundle stopped): the service object this round
      * used must now refuse, clearly, rather than make connections nobody will close.
      */
-    private void staleCheck(ServiceReference<SmbDirect> ref, SmbDirect transport, List<End> ends) {
+    @Override
+    void staleCheck(ServiceReference<SmbDirect> ref, SmbDirect transport, List<End> ends) {
         boolean shutDown = ends.stream().map(e -> e.ended.getNow(null))
                 .anyMatch(l -> l != null && l.reason() == TerminationReason.TRANSPORT_SHUTDOWN);
         if (!shutDown || ref.getBundle() != null) {

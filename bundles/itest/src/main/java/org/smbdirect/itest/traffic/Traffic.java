@@ -16,7 +16,7 @@ final class Traffic implements ServiceListener {
             + BulkTransfer.class.getName() + ")(objectClass=org.smbdirect.rdma.RdmaProvider))";
 
     private final BundleContext context;
-    private final List<Driver<?>> drivers;
+    private final List<Driver<?, ?, ?>> drivers;
 
     Traffic(BundleContext context, TrafficProbe probe) {
         this.context = context;
@@ -44,7 +44,7 @@ final class Traffic implements ServiceListener {
 
     @Override
     public void serviceChanged(ServiceEvent event) {
-        for (Driver<?> d : drivers) {
+        for (Driver<?, ?, ?> d : drivers) {
             if (event.getType() == ServiceEvent.UNREGISTERING) {
                 d.unregistering(event.getServiceReference());
             }
