@@ -64,6 +64,15 @@ public interface Endpoint extends AutoCloseable {
     EndpointOptions options();
 
     /**
+     * The RDMA transport of this connection: its provider's.
+     *
+     * @return the transport type
+     */
+    default TransportType transportType() {
+        return provider().capabilities().transportType();
+    }
+
+    /**
      * The current state.
      *
      * @return the state

@@ -17,6 +17,7 @@ public final class EndpointOptions {
     private final int maxSendSge;
     private final int maxReceiveSge;
     private final int inlineThreshold;
+    private final int rnrRetryCount;
 
     private EndpointOptions(Builder b) {
         this.sendQueue = b.sendQueue;
@@ -26,6 +27,7 @@ public final class EndpointOptions {
         this.maxSendSge = b.maxSendSge;
         this.maxReceiveSge = b.maxReceiveSge;
         this.inlineThreshold = b.inlineThreshold;
+        this.rnrRetryCount = b.rnrRetryCount;
     }
 
     /**
@@ -35,7 +37,7 @@ public final class EndpointOptions {
      *
      * @param sendQueue receives completions of sends, reads, writes and invalidates
      * @param receiveQueue receives completions of receives
-     * @return a builder with defaults: depths 64, one scatter/gather element, no inline data
+     * @return a builder with defaults: depths 64, one scatter/gather element, no inline data, no RNR retry
      */
     public static Builder builder(CompletionQueue sendQueue, CompletionQueue receiveQueue) {
         return new Builder(sendQueue, receiveQueue);
@@ -106,11 +108,23 @@ public final class EndpointOptions {
         return inlineThreshold;
     }
 
+    /**
+     * How often a send that finds no receive posted at the peer is retried before it fails with
+     * {@link RdmaStatus#RECEIVER_NOT_READY} (rdma_cm's {@code rnr_retry_count}): 0 fails at once,
+     * 1 to 6 retry that many times after the receiver-not-ready timer, 7 retries until a receive is
+     * posted or the connection ends. Windows and Linux SMB Direct peers connect with 7.
+     *
+     * @return 0 to 7
+     */
+    public int rnrRetryCount() {
+        return rnrRetryCount;
+    }
+
     @Override
     public String toString() {
         return "EndpointOptions[sendQueueDepth=" + sendQueueDepth + ", receiveQueueDepth=" + receiveQueueDepth
                 + ", maxSendSge=" + maxSendSge + ", maxReceiveSge=" + maxReceiveSge
-                + ", inlineThreshold=" + inlineThreshold + "]";
+                + ", inlineThreshold=" + inlineThreshold + ", rnrRetryCount=" + rnrRetryCount + "]";
     }
 
     /** Builds {@link EndpointOptions}. */
@@ -122,6 +136,7 @@ public final class EndpointOptions {
         private int maxSendSge = 1;
         private int maxReceiveSge = 1;
         private int inlineThreshold;
+        private int rnrRetryCount;
 
         private Builder(CompletionQueue sendQueue, CompletionQueue receiveQueue) {
             this.sendQueue = Objects.requireNonNull(sendQueue, "sendQueue");
@@ -169,6 +184,20 @@ public final class EndpointOptions {
          */
         public Builder maxReceiveSge(int count) {
             this.maxReceiveSge = positive(count, "maxReceiveSge");
+            return this;
+        }
+
+        /**
+         * Sets {@link EndpointOptions#rnrRetryCount()}.
+         *
+         * @param count 0 to 7 (7: retry until a receive is posted)
+         * @return this builder
+         */
+        public Builder rnrRetryCount(int count) {
+            if (count < 0 || count > 7) {
+                throw new IllegalArgumentException("rnrRetryCount must be 0 to 7, was " + count);
+            }
+            this.rnrRetryCount = count;
             return this;
         }
 

@@ -23,6 +23,7 @@ public final class ProviderCapabilities {
     private final int maxQueueDepth;
     private final int maxCompletionQueueDepth;
     private final int maxPrivateData;
+    private final TransportType transportType;
 
     private ProviderCapabilities(Builder b) {
         this.rdmaRead = b.rdmaRead;
@@ -35,12 +36,13 @@ public final class ProviderCapabilities {
         this.maxQueueDepth = b.maxQueueDepth;
         this.maxCompletionQueueDepth = b.maxCompletionQueueDepth;
         this.maxPrivateData = b.maxPrivateData;
+        this.transportType = b.transportType;
     }
 
     /**
      * Starts a description with conservative defaults: RDMA Read and remote invalidate
      * supported, no inline data, one element, 1 GiB regions, IRD/ORD 16, queue depth 1024,
-     * completion queue depth 65536, 56 bytes of private data.
+     * completion queue depth 65536, 56 bytes of private data, transport RoCE.
      *
      * @return a builder
      */
@@ -139,6 +141,16 @@ public final class ProviderCapabilities {
     }
 
     /**
+     * The RDMA transport: what private data looks like on arrival, which port SMB Direct uses by
+     * default, and how the connection manager reports IRD and ORD.
+     *
+     * @return the transport type
+     */
+    public TransportType transportType() {
+        return transportType;
+    }
+
+    /**
      * The capabilities as OSGi service properties, under the keys defined in {@link RdmaProvider}.
      *
      * @return a new mutable map
@@ -155,6 +167,7 @@ public final class ProviderCapabilities {
         p.put(RdmaProvider.PROP_MAX_QUEUE_DEPTH, maxQueueDepth);
         p.put(RdmaProvider.PROP_MAX_CQ_DEPTH, maxCompletionQueueDepth);
         p.put(RdmaProvider.PROP_MAX_PRIVATE_DATA, maxPrivateData);
+        p.put(RdmaProvider.PROP_TRANSPORT, transportType.displayName());
         return p;
     }
 
@@ -167,13 +180,13 @@ public final class ProviderCapabilities {
         return rdmaRead == c.rdmaRead && remoteInvalidate == c.remoteInvalidate && inlineLimit == c.inlineLimit
                 && maxSge == c.maxSge && maxRegionSize == c.maxRegionSize && maxIrd == c.maxIrd && maxOrd == c.maxOrd
                 && maxQueueDepth == c.maxQueueDepth && maxCompletionQueueDepth == c.maxCompletionQueueDepth
-                && maxPrivateData == c.maxPrivateData;
+                && maxPrivateData == c.maxPrivateData && transportType == c.transportType;
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(rdmaRead, remoteInvalidate, inlineLimit, maxSge, maxRegionSize, maxIrd, maxOrd,
-                maxQueueDepth, maxCompletionQueueDepth, maxPrivateData);
+                maxQueueDepth, maxCompletionQueueDepth, maxPrivateData, transportType);
     }
 
     @Override
@@ -193,6 +206,7 @@ public final class ProviderCapabilities {
         private int maxQueueDepth = 1024;
         private int maxCompletionQueueDepth = 65536;
         private int maxPrivateData = 56;
+        private TransportType transportType = TransportType.ROCE;
 
         private Builder() {
         }
@@ -296,6 +310,17 @@ public final class ProviderCapabilities {
          */
         public Builder maxCompletionQueueDepth(int depth) {
             this.maxCompletionQueueDepth = atLeast(depth, 1, "maxCompletionQueueDepth");
+            return this;
+        }
+
+        /**
+         * Sets {@link ProviderCapabilities#transportType()}.
+         *
+         * @param type the transport
+         * @return this builder
+         */
+        public Builder transportType(TransportType type) {
+            this.transportType = Objects.requireNonNull(type, "transportType");
             return this;
         }
 

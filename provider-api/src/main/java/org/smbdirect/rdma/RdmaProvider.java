@@ -47,6 +47,8 @@ public interface RdmaProvider extends AutoCloseable {
     String PROP_MAX_CQ_DEPTH = "provider.maxCompletionQueueDepth";
     /** Service property: {@link ProviderCapabilities#maxPrivateData()} (Integer). */
     String PROP_MAX_PRIVATE_DATA = "provider.maxPrivateData";
+    /** Service property: {@link ProviderCapabilities#transportType()}, its display name (String). */
+    String PROP_TRANSPORT = "provider.transport";
 
     /**
      * The implementation type, the value of {@link #PROP_TYPE}.

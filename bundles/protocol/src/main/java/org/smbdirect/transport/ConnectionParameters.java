@@ -120,4 +120,13 @@ public interface ConnectionParameters {
      * @return for example {@code sim/sim0}
      */
     String provider();
+
+    /**
+     * The RDMA transport the connection runs on, as administrators name it: {@code InfiniBand},
+     * {@code RoCE} or {@code iWARP}. It decides the default port (445, or 5445 on iWARP) and
+     * whether the IRD/ORD header of MS-SMBD section 6 was exchanged.
+     *
+     * @return the transport's name
+     */
+    String transport();
 }

@@ -18,7 +18,7 @@ public interface SmbDirect extends AutoCloseable {
     /**
      * Connects to a peer and negotiates (MS-SMBD 3.1.4.1, 3.1.5.2, 3.1.5.7).
      *
-     * @param remote the peer's address on the RDMA fabric
+     * @param remote the peer's address on the RDMA fabric; port 0 means {@link #defaultPort()}
      * @param handler receives the connection's messages; attached before the first one arrives
      * @return completes with the established connection, or exceptionally with {@link
      *         SmbDirectException} (whose {@link ConnectionLostException#loss()} names the cause
@@ -29,7 +29,7 @@ public interface SmbDirect extends AutoCloseable {
     /**
      * Connects to a peer and waits for the negotiation to finish.
      *
-     * @param remote the peer's address
+     * @param remote the peer's address; port 0 means {@link #defaultPort()}
      * @param handler receives the connection's messages
      * @param timeout how long to wait
      * @return the established connection
@@ -48,6 +48,14 @@ public interface SmbDirect extends AutoCloseable {
      * @throws SmbDirectException when no RDMA provider is available or the address is unusable
      */
     SmbDirectListener listen(InetSocketAddress local, AcceptHandler handler) throws SmbDirectException;
+
+    /**
+     * The port SMB Direct uses on the transport of the RDMA provider that new connections use, as
+     * Windows and Linux do: 445 on InfiniBand and RoCE, 5445 on iWARP (where 445 is SMB over TCP).
+     *
+     * @return the port; 445 when no provider is available
+     */
+    int defaultPort();
 
     /**
      * The connections currently open.

@@ -37,6 +37,10 @@ public final class SmbDirectConfig {
     public static final String PREFERRED_SEND_SIZE_LIMIT = "preferredSendSizeLimit";
     /** Property name of {@link #irdOrdHeader()}. */
     public static final String IRD_ORD_HEADER = "irdOrdHeader";
+    /** Property name of {@link #rnrRetryCount()}. */
+    public static final String RNR_RETRY_COUNT = "rnrRetryCount";
+    /** Property name of {@link #strictReassembly()}. */
+    public static final String STRICT_REASSEMBLY = "strictReassembly";
     /** Property name of {@link #ird()}. */
     public static final String IRD = "ird";
     /** Property name of {@link #ord()}. */
@@ -61,7 +65,9 @@ public final class SmbDirectConfig {
     private final int activeNegotiationTimeoutSeconds;
     private final int passiveNegotiationTimeoutSeconds;
     private final int preferredSendSizeLimit;
-    private final boolean irdOrdHeader;
+    private final IrdOrdHeaderPolicy irdOrdHeader;
+    private final int rnrRetryCount;
+    private final boolean strictReassembly;
     private final int ird;
     private final int ord;
     private final int sendBuffers;
@@ -81,6 +87,8 @@ public final class SmbDirectConfig {
         passiveNegotiationTimeoutSeconds = b.passiveNegotiationTimeoutSeconds;
         preferredSendSizeLimit = b.preferredSendSizeLimit;
         irdOrdHeader = b.irdOrdHeader;
+        rnrRetryCount = b.rnrRetryCount;
+        strictReassembly = b.strictReassembly;
         ird = b.ird;
         ord = b.ord;
         sendBuffers = b.sendBuffers;
@@ -118,7 +126,8 @@ public final class SmbDirectConfig {
                 .keepaliveResponseTimeoutSeconds(keepaliveResponseTimeoutSeconds)
                 .activeNegotiationTimeoutSeconds(activeNegotiationTimeoutSeconds)
                 .passiveNegotiationTimeoutSeconds(passiveNegotiationTimeoutSeconds)
-                .preferredSendSizeLimit(preferredSendSizeLimit).irdOrdHeader(irdOrdHeader).ird(ird).ord(ord)
+                .preferredSendSizeLimit(preferredSendSizeLimit).irdOrdHeader(irdOrdHeader).rnrRetryCount(rnrRetryCount)
+                .strictReassembly(strictReassembly).ird(ird).ord(ord)
                 .sendBuffers(sendBuffers).maxPendingSends(maxPendingSends).engineThreads(engineThreads);
     }
 
@@ -226,13 +235,38 @@ public final class SmbDirectConfig {
     }
 
     /**
-     * Whether to send and answer the IRD/ORD Negotiate Header of MS-SMBD section 6 in the RDMA
-     * connection's private data.
+     * When to send, read and answer the IRD/ORD Negotiate Header of MS-SMBD section 6 in the RDMA
+     * connection's private data (default {@link IrdOrdHeaderPolicy#AUTO}: on iWARP only).
      *
-     * @return {@code true} to send it
+     * @return the policy
      */
-    public boolean irdOrdHeader() {
+    public IrdOrdHeaderPolicy irdOrdHeader() {
         return irdOrdHeader;
+    }
+
+    /**
+     * How often the RDMA transport retries a send that finds no receive posted at the peer
+     * (rdma_cm's {@code rnr_retry_count}; 7 retries until one is posted). The credits of 3.1.5.9
+     * keep a conforming peer from ever needing it, but Windows and Linux connect with 7 and a
+     * peer replenishing its receives a moment late must not lose the connection (default 7).
+     *
+     * @return 0 to 7
+     */
+    public int rnrRetryCount() {
+        return rnrRetryCount;
+    }
+
+    /**
+     * Whether a message with DataLength 0 and RemainingDataLength 0 ends the connection when it
+     * arrives inside a fragmented sequence (3.1.5.8 reads as if the sequence had ended early).
+     * Linux kernels before 2026 send such credit-only messages while a large upper-layer message
+     * is being fragmented, so by default (false) they are taken as what they are, credits and
+     * keepalive, and the sequence goes on.
+     *
+     * @return {@code true} to terminate on them
+     */
+    public boolean strictReassembly() {
+        return strictReassembly;
     }
 
     /**
@@ -300,7 +334,9 @@ public final class SmbDirectConfig {
         m.put(ACTIVE_NEGOTIATION_TIMEOUT, activeNegotiationTimeoutSeconds);
         m.put(PASSIVE_NEGOTIATION_TIMEOUT, passiveNegotiationTimeoutSeconds);
         m.put(PREFERRED_SEND_SIZE_LIMIT, preferredSendSizeLimit);
-        m.put(IRD_ORD_HEADER, irdOrdHeader);
+        m.put(IRD_ORD_HEADER, irdOrdHeader.name());
+        m.put(RNR_RETRY_COUNT, rnrRetryCount);
+        m.put(STRICT_REASSEMBLY, strictReassembly);
         m.put(IRD, ird);
         m.put(ORD, ord);
         m.put(SEND_BUFFERS, sendBuffers);
@@ -340,7 +376,9 @@ public final class SmbDirectConfig {
         private int activeNegotiationTimeoutSeconds = 120;
         private int passiveNegotiationTimeoutSeconds = 5;
         private int preferredSendSizeLimit = 8136;
-        private boolean irdOrdHeader = true;
+        private IrdOrdHeaderPolicy irdOrdHeader = IrdOrdHeaderPolicy.AUTO;
+        private int rnrRetryCount = 7;
+        private boolean strictReassembly;
         private int ird = 16;
         private int ord = 16;
         private int sendBuffers = 32;
@@ -477,11 +515,33 @@ public final class SmbDirectConfig {
         /**
          * Sets {@link SmbDirectConfig#irdOrdHeader()}.
          *
-         * @param v whether to use the section 6 header
+         * @param v when to use the section 6 header
          * @return this builder
          */
-        public Builder irdOrdHeader(boolean v) {
-            irdOrdHeader = v;
+        public Builder irdOrdHeader(IrdOrdHeaderPolicy v) {
+            irdOrdHeader = java.util.Objects.requireNonNull(v, IRD_ORD_HEADER);
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbDirectConfig#rnrRetryCount()}.
+         *
+         * @param v 0 to 7
+         * @return this builder
+         */
+        public Builder rnrRetryCount(int v) {
+            rnrRetryCount = check(RNR_RETRY_COUNT, v, 0, 7);
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbDirectConfig#strictReassembly()}.
+         *
+         * @param v whether an empty message inside a fragmented sequence ends the connection
+         * @return this builder
+         */
+        public Builder strictReassembly(boolean v) {
+            strictReassembly = v;
             return this;
         }
 

@@ -72,7 +72,8 @@ public interface SmbDirectConnection extends AutoCloseable {
      * @param message at most {@link ConnectionParameters#maxFragmentedSendSize()} bytes
      * @return completes when the RDMA provider reports every fragment sent, or exceptionally with
      *         {@link ConnectionLostException} or {@link SmbDirectException}
-     * @throws IllegalArgumentException when the message is longer than MaxFragmentedSendSize
+     * @throws IllegalArgumentException when the message is empty (the peer would drop it) or longer
+     *         than MaxFragmentedSendSize
      * @throws IllegalStateException when too many messages are already waiting to be sent
      */
     CompletionStage<Void> send(ByteBuffer message);

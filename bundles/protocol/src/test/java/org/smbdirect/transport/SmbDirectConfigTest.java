@@ -50,8 +50,37 @@ class SmbDirectConfigTest {
 
     @Test
     void toBuilder_roundTrips() {
-        SmbDirectConfig c = SmbDirectConfig.builder().maxSendSize(4096).irdOrdHeader(false).engineThreads(3).build();
+        SmbDirectConfig c = SmbDirectConfig.builder().maxSendSize(4096).irdOrdHeader(IrdOrdHeaderPolicy.NEVER)
+                .rnrRetryCount(3).strictReassembly(true).engineThreads(3).build();
         assertEquals(c, c.toBuilder().build());
         assertEquals(4096, c.toMap().get(SmbDirectConfig.MAX_SEND_SIZE));
+        assertEquals("NEVER", c.toMap().get(SmbDirectConfig.IRD_ORD_HEADER));
+        assertEquals(3, c.toMap().get(SmbDirectConfig.RNR_RETRY_COUNT));
+    }
+
+    /** The Windows and Linux behaviour is the default: header on iWARP only, RNR retry 7, lenient reassembly. */
+    @Test
+    void defaults_interoperateWithWindowsAndLinux() {
+        SmbDirectConfig d = SmbDirectConfig.defaults();
+        assertEquals(IrdOrdHeaderPolicy.AUTO, d.irdOrdHeader());
+        assertEquals(7, d.rnrRetryCount());
+        assertEquals(false, d.strictReassembly());
+    }
+
+    @Test
+    void rnrRetryCount_outOfRange_rejectedWithName() {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> SmbDirectConfig.builder().rnrRetryCount(8));
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains(SmbDirectConfig.RNR_RETRY_COUNT),
+                e.getMessage());
+    }
+
+    @Test
+    void irdOrdHeaderPolicy_parsesNamesAndTheOldBoolean() {
+        assertEquals(IrdOrdHeaderPolicy.ALWAYS, IrdOrdHeaderPolicy.parse("always"));
+        assertEquals(IrdOrdHeaderPolicy.AUTO, IrdOrdHeaderPolicy.parse("true"));
+        assertEquals(IrdOrdHeaderPolicy.NEVER, IrdOrdHeaderPolicy.parse("false"));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> IrdOrdHeaderPolicy.parse("sometimes"));
     }
 }

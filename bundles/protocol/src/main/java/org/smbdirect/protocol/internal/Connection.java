@@ -357,7 +357,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         });
         inlineThreshold = Math.min(capabilities.inlineLimit(), config.maxSendSize());
         return EndpointOptions.builder(cq, cq).sendQueueDepth(sendDepth).receiveQueueDepth(recvDepth)
-                .inlineThreshold(inlineThreshold).build();
+                .inlineThreshold(inlineThreshold).rnrRetryCount(config.rnrRetryCount()).build();
     }
 
     /** Posts the receive for the first message (3.1.4.1 and 3.1.7.2: at least 512 bytes). */
@@ -401,9 +401,10 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             postNegotiationReceive();
             irdInUse = Math.min(config.ird(), capabilities.maxIrd());
             ordInUse = Math.min(config.ord(), capabilities.maxOrd());
-            // MS-SMBD 6: the IRD/ORD Negotiate Header leads the private data of the connection request.
-            byte[] privateData = config.irdOrdHeader()
-                    ? new IrdOrdHeader(Math.max(irdInUse, 1), Math.max(ordInUse, 1)).toPrivateData() : null;
+            // MS-SMBD 6.1: the IRD/ORD Negotiate Header leads the private data of the connection
+            // request where the transport carries it (iWARP, or as configured).
+            byte[] privateData = IrdOrdNegotiation.requestPrivateData(config.irdOrdHeader(),
+                    capabilities.transportType(), irdInUse, ordInUse);
             endpoint.connect(remote, privateData, irdInUse, ordInUse);
         } catch (RdmaException e) {
             terminate(e.status() == RdmaStatus.INSUFFICIENT_RESOURCES ? TerminationReason.LOCAL_RESOURCES
@@ -435,22 +436,26 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         int localIrd = Math.min(config.ird(), capabilities.maxIrd());
         int localOrd = Math.min(config.ord(), capabilities.maxOrd());
         byte[] reply = null;
-        IrdOrdHeader requested = IrdOrdHeader.fromPrivateData(request.peerPrivateData());
+        // Padding of the connection manager (InfiniBand, RoCE) is not a header: only the
+        // transport the policy names carries one (MS-SMBD 6.2 "if present").
+        IrdOrdHeader requested = IrdOrdNegotiation.receivedHeader(config.irdOrdHeader(),
+                capabilities.transportType(), request.peerPrivateData());
+        IrdOrdNegotiation.Depths depths;
         if (requested != null) {
-            // MS-SMBD 6.2: answer the header, and use the values sent as the provider's IRD and ORD.
+            // MS-SMBD 6.2: answer the header; the provider's IRD and ORD are the values sent.
             IrdOrdHeader answer = IrdOrdHeader.reply(requested, localIrd, localOrd);
             if (!answer.isValid()) {
                 rejectQuietly(request);
                 terminate(TerminationReason.IRD_ORD_ZERO, requested + " answered with " + answer);
                 return;
             }
-            irdInUse = (int) Math.min(Integer.toUnsignedLong(answer.ird()), 255);
-            ordInUse = (int) Math.min(Integer.toUnsignedLong(answer.ord()), 255);
+            depths = IrdOrdNegotiation.acceptorFromAnswer(answer);
             reply = answer.toPrivateData();
         } else {
-            irdInUse = Math.min(localIrd, request.peerOrd());
-            ordInUse = Math.min(localOrd, request.peerIrd());
+            depths = IrdOrdNegotiation.fromConnectionManager(localIrd, localOrd, request.peerIrd(), request.peerOrd());
         }
+        irdInUse = depths.ird;
+        ordInUse = depths.ord;
         try {
             request.accept(endpoint, reply, Math.min(irdInUse, capabilities.maxIrd()),
                     Math.min(ordInUse, capabilities.maxOrd()));
@@ -492,15 +497,17 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             return;
         }
         if (initiator) {
-            IrdOrdHeader answer = IrdOrdHeader.fromPrivateData(endpoint.peerPrivateData());
-            if (config.irdOrdHeader() && answer != null) {
+            IrdOrdHeader answer = IrdOrdNegotiation.receivedHeader(config.irdOrdHeader(),
+                    capabilities.transportType(), endpoint.peerPrivateData());
+            if (answer != null) {
                 // MS-SMBD 6.2: the connecting peer uses the values the accepting peer transmitted.
                 if (!answer.isValid()) {
                     terminate(TerminationReason.IRD_ORD_ZERO, "the peer answered " + answer);
                     return;
                 }
-                irdInUse = (int) Math.min(Integer.toUnsignedLong(answer.ird()), 255);
-                ordInUse = (int) Math.min(Integer.toUnsignedLong(answer.ord()), 255);
+                IrdOrdNegotiation.Depths depths = IrdOrdNegotiation.initiatorFromAnswer(irdInUse, ordInUse, answer);
+                irdInUse = depths.ird;
+                ordInUse = depths.ord;
             } else {
                 irdInUse = endpoint.ird();
                 ordInUse = endpoint.ord();
@@ -886,9 +893,9 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
 
     private void established() {
         phase = Phase.ESTABLISHED;
-        // Section 6.2 names the same header values for both peers' IRD and ORD, which agrees with
-        // RDMA semantics only when they are equal; never exceed either, whichever reading the peer took.
-        ordLimit = Math.max(1, Math.min(irdInUse, ordInUse));
+        // RDMA Reads towards the peer: this side's ORD, which the negotiation bounded by the
+        // peer's IRD (section 6 and IrdOrdNegotiation say how either side reads the values).
+        ordLimit = Math.max(1, ordInUse);
         parameters = new Parameters(this);
         transport.connectionEstablished(this);
         LOG.log(System.Logger.Level.DEBUG, () -> this + " established: " + parameters);
@@ -923,6 +930,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             violation = TerminationReason.FRAGMENTED_SIZE_EXCEEDED;
         } else if (peerCredits == 0) {
             violation = TerminationReason.SEND_WITHOUT_CREDIT;
+        } else if (fragmentReassemblyRemaining > 0 && dataLength == 0 && remaining == 0 && !config.strictReassembly()) {
+            // Not part of the sequence: a message carrying only credits or a keepalive, which
+            // Linux peers before 2026 send between the fragments of a large message. Taken as
+            // such below; the sequence goes on (strictReassembly ends the connection instead).
+            violation = null;
         } else if (fragmentReassemblyRemaining > 0 && remaining == 0 && dataLength < fragmentReassemblyRemaining) {
             // The spec's own check, in 3.1.5.8's final step: the sequence ended early.
             violation = TerminationReason.REASSEMBLY_INCOMPLETE;
@@ -968,7 +980,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         }
         int offset = base + (int) dataOffset;
         int len = (int) dataLength;
-        if (fragmentReassemblyRemaining == 0 && remaining == 0) {
+        if (fragmentReassemblyRemaining > 0 && len == 0 && remaining == 0) {
+            // The lenient case above: credits and flags only, nothing to reassemble or deliver.
+            LOG.log(System.Logger.Level.DEBUG, () -> this + ": empty message inside a fragmented sequence, taken "
+                    + "as credits and keepalive");
+        } else if (fragmentReassemblyRemaining == 0 && remaining == 0) {
             // A whole message in one fragment: deliver the receive buffer itself, no copy.
             if (len > 0 || invalidatedTokenPresent) {
                 ByteBuffer view = slot.view;
@@ -1577,6 +1593,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
     private void enqueue(ByteBuffer message, boolean hasToken, int token, CompletableFuture<Void> future,
             CompletionHandler<Void, Object> h, Object attachment) {
         int length = message.remaining();
+        if (length == 0 && !hasToken) {
+            // A Data Transfer message with DataLength 0 reaches no upper layer (3.1.5.8 delivers
+            // data only): the peer would drop it without a trace.
+            throw new IllegalArgumentException("an empty message cannot be sent: the peer's SMB Direct layer "
+                    + "hands only data to its upper layer (MS-SMBD 3.1.4.2, 3.1.5.8)");
+        }
         ConnectionParameters p = parameters;
         if (p != null && length > p.maxFragmentedSendSize()) {
             throw new IllegalArgumentException("message of " + length + " bytes exceeds MaxFragmentedSendSize "
@@ -2029,6 +2051,11 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         return ordInUse;
     }
 
+    /** Package-private for tests: RDMA Reads this side may have outstanding; actor only. */
+    int ordLimit() {
+        return ordLimit;
+    }
+
     boolean isInitiator() {
         return initiator;
     }
@@ -2059,6 +2086,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         private final boolean rdmaRead;
         private final boolean remoteInvalidate;
         private final String provider;
+        private final String transport;
 
         Parameters(Connection c) {
             maxSendSize = c.maxSendSize;
@@ -2076,6 +2104,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
             rdmaRead = c.capabilities.rdmaRead();
             remoteInvalidate = c.capabilities.remoteInvalidate();
             provider = c.provider.type() + "/" + c.provider.name();
+            transport = c.capabilities.transportType().displayName();
+        }
+
+        @Override
+        public String transport() {
+            return transport;
         }
 
         @Override

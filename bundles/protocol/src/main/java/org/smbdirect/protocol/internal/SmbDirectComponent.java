@@ -96,7 +96,8 @@ public final class SmbDirectComponent implements SmbDirect {
                 .keepaliveResponseTimeoutSeconds(c.keepaliveResponseTimeoutSeconds())
                 .activeNegotiationTimeoutSeconds(c.activeNegotiationTimeoutSeconds())
                 .passiveNegotiationTimeoutSeconds(c.passiveNegotiationTimeoutSeconds())
-                .preferredSendSizeLimit(c.preferredSendSizeLimit()).irdOrdHeader(c.irdOrdHeader()).ird(c.ird())
+                .preferredSendSizeLimit(c.preferredSendSizeLimit()).irdOrdHeader(c.irdOrdHeader()).rnrRetryCount(c.rnrRetryCount())
+                .strictReassembly(c.strictReassembly()).ird(c.ird())
                 .ord(c.ord()).sendBuffers(c.sendBuffers()).maxPendingSends(c.maxPendingSends())
                 .engineThreads(c.engineThreads()).build();
     }
@@ -145,6 +146,11 @@ public final class SmbDirectComponent implements SmbDirect {
     @Override
     public String provider() {
         return transport.provider();
+    }
+
+    @Override
+    public int defaultPort() {
+        return transport.defaultPort();
     }
 
     /** Consumers of the service do not close it; the component's deactivation does. */

@@ -1,5 +1,7 @@
 package org.smbdirect.protocol.internal;
 
+import org.smbdirect.transport.IrdOrdHeaderPolicy;
+
 import org.osgi.service.metatype.annotations.AttributeDefinition;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 
@@ -60,8 +62,18 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
     int preferredSendSizeLimit() default 8136;
 
     @AttributeDefinition(name = "IRD/ORD header",
-            description = "Send and answer the IRD/ORD Negotiate Header of MS-SMBD section 6.")
-    boolean irdOrdHeader() default true;
+            description = "When the IRD/ORD Negotiate Header of MS-SMBD section 6 travels in the private data: "
+                    + "AUTO on iWARP only (as Windows and Linux), ALWAYS on every transport, NEVER.")
+    IrdOrdHeaderPolicy irdOrdHeader() default IrdOrdHeaderPolicy.AUTO;
+
+    @AttributeDefinition(name = "RNR retry count", min = "0", max = "7",
+            description = "Transport retries of a send that finds no receive posted (7: until one is).")
+    int rnrRetryCount() default 7;
+
+    @AttributeDefinition(name = "Strict reassembly",
+            description = "End the connection on an empty message inside a fragmented sequence "
+                    + "(by default taken as credits and keepalive, as older Linux peers send them).")
+    boolean strictReassembly() default false;
 
     @AttributeDefinition(name = "IRD", min = "1", max = "255", description = "Incoming RDMA Read depth offered.")
     int ird() default 16;

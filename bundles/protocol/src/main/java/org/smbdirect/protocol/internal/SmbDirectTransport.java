@@ -244,6 +244,9 @@ public final class SmbDirectTransport implements SmbDirect {
             if (p == null) {
                 return CompletableFuture.failedFuture(new SmbDirectException("no RDMA provider is available"));
             }
+            if (remote.getPort() == 0) {
+                remote = new InetSocketAddress(remote.getAddress(), p.capabilities().transportType().smbDirectPort());
+            }
             c = Connection.connect(this, p, config, loops.next(), remote, handler);
             connections.add(c);
             c.start();
@@ -335,6 +338,13 @@ public final class SmbDirectTransport implements SmbDirect {
     @Override
     public SmbDirectConfig configuration() {
         return config;
+    }
+
+    @Override
+    public int defaultPort() {
+        RdmaProvider p = preferred();
+        return p == null ? org.smbdirect.rdma.TransportType.ROCE.smbDirectPort()
+                : p.capabilities().transportType().smbDirectPort();
     }
 
     @Override

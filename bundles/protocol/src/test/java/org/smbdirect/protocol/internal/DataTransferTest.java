@@ -121,20 +121,46 @@ class DataTransferTest {
         }
     }
 
-    /** 3.1.5.4: an empty buffer is sent as a 20-byte message with DataOffset and DataLength 0. */
+    /**
+     * 3.1.4.2: an empty upper-layer message is refused at the call with a clear error (the peer
+     * would drop it, 3.1.5.8); nothing goes on the wire and the connection stays usable.
+     */
     @Test
-    void send_emptyMessage_isExactlyTwentyBytes() throws Exception {
+    void send_emptyMessage_refusedAtCall_connectionUsable() throws Exception {
         try (Established e = passive(SmbDirectConfig.defaults())) {
             e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[8]));
             upper.message();
-            e.connection.send(ByteBuffer.allocate(0));
+            IllegalArgumentException x = assertThrows(IllegalArgumentException.class,
+                    () -> e.connection.send(ByteBuffer.allocate(0)));
+            assertTrue(x.getMessage().contains("empty message"), x.getMessage());
+            e.connection.send(ByteBuffer.wrap(new byte[] {7}));
             byte[] m = e.peer.receive();
-            assertEquals(20, m.length);
             DataTransferHeader h = RawPeer.header(m);
-            assertEquals(0, h.dataOffset());
-            assertEquals(0, h.dataLength());
-            assertEquals(0, h.remainingDataLength());
+            assertEquals(1, h.dataLength(), "the next message is the one-byte one: nothing was sent for the empty one");
         }
+    }
+
+    /**
+     * 3.1.5.8, leniency for Linux peers before 2026 (the default): a message with DataLength 0 and
+     * RemainingDataLength 0 between the fragments of a message carries credits, not data; the
+     * sequence goes on and the upper layer gets the whole message once.
+     */
+    @Test
+    void receive_emptyMessageInsideFragmentedSequence_lenientByDefault_sequenceCompletes() throws Exception {
+        try (Established e = passive(SmbDirectConfig.defaults())) {
+            e.peer.send(RawPeer.dataTransfer(10, 10, 0, 6, "abcd".getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
+            e.peer.send(RawPeer.dataTransfer(10, 5, 0, 0, new byte[0]));
+            e.peer.send(RawPeer.dataTransfer(10, 0, 0, 0, "efghij".getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
+            assertEquals("abcdefghij", new String(upper.message().data, java.nio.charset.StandardCharsets.US_ASCII));
+            assertTrue(e.connection.isOpen());
+        }
+    }
+
+    /** 3.1.5.8 read strictly (strictReassembly): the same empty message ends the sequence early and the connection. */
+    @Test
+    void receive_emptyMessageInsideFragmentedSequence_strict_terminates() throws Exception {
+        assertTerminates(SmbDirectConfig.builder().strictReassembly(true).build(), TerminationReason.REASSEMBLY_INCOMPLETE,
+                RawPeer.dataTransfer(10, 10, 0, 6, new byte[4]), RawPeer.dataTransfer(10, 0, 0, 0, new byte[0]));
     }
 
     /** 3.1.4.2 / 3.1.5.4: a message longer than MaxFragmentedSendSize is refused; the connection stays usable. */
@@ -285,7 +311,11 @@ class DataTransferTest {
 
     /** Sends the messages on one connection and checks it ends with the reason while a second one works. */
     private void assertTerminates(TerminationReason reason, byte[]... messages) throws Exception {
-        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        assertTerminates(SmbDirectConfig.defaults(), reason, messages);
+    }
+
+    private void assertTerminates(SmbDirectConfig config, TerminationReason reason, byte[]... messages) throws Exception {
+        SmbDirectTransport t = fx.transport(config, engineSide);
         byte[] request = RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072);
         Recorder otherUpper = new Recorder();
         try (Established victim = Established.passive(fx, t, engineSide, peerSide, upper, request);

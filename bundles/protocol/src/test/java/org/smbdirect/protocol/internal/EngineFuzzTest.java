@@ -62,7 +62,9 @@ class EngineFuzzTest {
         Harness() throws Exception {
             engineSide = fx.provider();
             peerSide = fx.provider();
-            engine = fx.transport(SmbDirectConfig.builder().receiveCreditMax(16).build(), engineSide);
+            // ALWAYS: the section 6 header is read on the simulated RoCE fabric too, so the fuzzer reaches it.
+            engine = fx.transport(SmbDirectConfig.builder().receiveCreditMax(16)
+                    .irdOrdHeader(org.smbdirect.transport.IrdOrdHeaderPolicy.ALWAYS).build(), engineSide);
             bystander = Established.passive(fx, engine, engineSide, peerSide, new Recorder(),
                     RawPeer.negotiateRequest(0x0100, 0x0100, 16, 1024, 1024, 131072));
             listener = engine.listen(fx.anyAddress(engineSide), c -> discard);

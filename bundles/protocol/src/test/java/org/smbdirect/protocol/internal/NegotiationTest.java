@@ -27,6 +27,7 @@ import org.smbdirect.protocol.wire.internal.Wire;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.transport.ConnectionLostException;
 import org.smbdirect.transport.ConnectionParameters;
+import org.smbdirect.transport.IrdOrdHeaderPolicy;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
 import org.smbdirect.transport.SmbDirectListener;
@@ -425,11 +426,29 @@ class NegotiationTest {
 
     // ------------------------------------------------------------ section 6
 
-    /** 6.1: the initiator leads its private data with the IRD/ORD Negotiate Header. */
+    /** 6.1: where the header is in use (ALWAYS here, on RoCE) the initiator leads its private data with it. */
     @Test
     void connect_sendsIrdOrdHeader() throws Exception {
-        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().ird(3).ord(2).build(), engineSide);
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().irdOrdHeader(IrdOrdHeaderPolicy.ALWAYS).ird(3)
+                .ord(2).build(), engineSide);
         try (RawPeer.Acceptor acceptor = new RawPeer.Acceptor(peerSide, fx.anyAddress(peerSide), 8, null)) {
+            t.connect(acceptor.address(), upper);
+            acceptor.next().close();
+            byte[] pd = acceptor.requestPrivateData.take();
+            assertEquals(56, pd.length, "RoCE pads a request's private data to 56 bytes");
+            IrdOrdHeader h = IrdOrdHeader.fromPrivateData(pd);
+            assertEquals(3, h.ird());
+            assertEquals(2, h.ord());
+        }
+    }
+
+    /** 6.1 on iWARP, by default (AUTO): the header is sent, and arrives as exactly 8 bytes. */
+    @Test
+    void connect_onIwarp_sendsIrdOrdHeaderByDefault() throws Exception {
+        RdmaProvider engineIwarp = fx.provider(Map.of("transport", "iWARP"));
+        RdmaProvider peerIwarp = fx.provider(Map.of("transport", "iWARP"));
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().ird(3).ord(2).build(), engineIwarp);
+        try (RawPeer.Acceptor acceptor = new RawPeer.Acceptor(peerIwarp, fx.anyAddress(peerIwarp), 8, null)) {
             t.connect(acceptor.address(), upper);
             acceptor.next().close();
             byte[] pd = acceptor.requestPrivateData.take();
@@ -440,31 +459,116 @@ class NegotiationTest {
         }
     }
 
+    /**
+     * 6.1 on RoCE, by default (AUTO): no header, as Windows and Linux; the peer sees only the
+     * connection manager's zero padding.
+     */
+    @Test
+    void connect_onRoce_sendsNoIrdOrdHeaderByDefault() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        try (RawPeer.Acceptor acceptor = new RawPeer.Acceptor(peerSide, fx.anyAddress(peerSide), 8, null)) {
+            t.connect(acceptor.address(), upper);
+            acceptor.next().close();
+            byte[] pd = acceptor.requestPrivateData.take();
+            assertArrayEquals(new byte[56], pd);
+        }
+    }
+
     /** 6.2: the accepting peer answers the header with min(own ORD, IRD) and min(own IRD, ORD). */
     @Test
     void accept_answersIrdOrdHeader() throws Exception {
-        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().ird(6).ord(5).build(), engineSide);
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().irdOrdHeader(IrdOrdHeaderPolicy.ALWAYS).ird(6)
+                .ord(5).build(), engineSide);
         SmbDirectListener l = listen(t);
         try (RawPeer peer = RawPeer.connect(peerSide, l.localAddress(), new IrdOrdHeader(8, 2).toPrivateData(), 8)) {
-            IrdOrdHeader answer = IrdOrdHeader.fromPrivateData(peer.endpoint.peerPrivateData());
+            byte[] pd = peer.endpoint.peerPrivateData();
+            assertEquals(196, pd.length, "RoCE pads an acceptance's private data to 196 bytes");
+            IrdOrdHeader answer = IrdOrdHeader.fromPrivateData(pd);
             assertEquals(5, answer.ird(), "min(accepting ORD 5, requested IRD 8)");
             assertEquals(2, answer.ord(), "min(accepting IRD 6, requested ORD 2)");
             peer.send(RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
             peer.receive();
             ConnectionParameters p = upper.connection().parameters();
-            assertEquals(5, p.ird());
-            assertEquals(2, p.ord());
+            assertEquals(5, p.ord(), "the acceptor issues as many reads as the requester serves, within its ORD");
+            assertEquals(2, p.ird(), "the acceptor serves as many reads as the requester issues, within its IRD");
         }
     }
 
-    /** 6.2: a zero IRD or ORD rejects the connection. */
+    /** 6.2: with the header in use, a zero IRD or ORD rejects the connection. */
     @Test
     void accept_zeroIrdOrd_rejectsConnection() throws Exception {
-        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().irdOrdHeader(IrdOrdHeaderPolicy.ALWAYS).build(),
+                engineSide);
         SmbDirectListener l = listen(t);
         AssertionError e = assertThrows(AssertionError.class,
                 () -> RawPeer.connect(peerSide, l.localAddress(), new IrdOrdHeader(0, 4).toPrivateData(), 8));
         assertTrue(e.getMessage().contains("CONNECTION_REFUSED"), e.getMessage());
         Fixture.awaitTermination(t, TerminationReason.IRD_ORD_ZERO);
+    }
+
+    /**
+     * 6.2 "if present": on RoCE the Linux client sends no header and rdma_cm delivers 56 zero
+     * bytes. They are padding, not a header of zeros: the connection is accepted with the
+     * connection manager's values (this ended every Linux connection with IRD_ORD_ZERO).
+     */
+    @Test
+    void accept_onRoce_zeroPaddedPrivateData_isNoHeader_connectionAccepted() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().irdOrdHeader(IrdOrdHeaderPolicy.ALWAYS).build(),
+                engineSide);
+        SmbDirectListener l = listen(t);
+        try (RawPeer peer = RawPeer.connect(peerSide, l.localAddress(), null, 8)) {
+            assertArrayEquals(new byte[196], peer.endpoint.peerPrivateData(), "no header in the answer either");
+            peer.send(RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
+            assertEquals(32, peer.receive().length, "Negotiate Response");
+        }
+    }
+
+    /**
+     * Section 6 with the connection manager's values, as a Linux client connects: initiator depth
+     * 0 (it never reads), responder resources 16. The engine's own RDMA Reads use its whole ORD,
+     * not the smaller of its IRD and ORD (which made a server read one operation at a time).
+     */
+    @Test
+    void accept_linuxClientInitiatorDepthZero_engineReadsWithItsFullOrd() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().ird(8).ord(8).build(), engineSide);
+        SmbDirectListener l = listen(t);
+        try (RawPeer peer = RawPeer.connect(peerSide, l.localAddress(), null, 8, 16, 0)) {
+            peer.send(RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
+            peer.receive();
+            Connection c = (Connection) upper.connection();
+            ConnectionParameters p = c.parameters();
+            assertEquals(8, p.ord(), "min(own ORD 8, the client's IRD 16)");
+            assertEquals(0, p.ird(), "the client issues no reads");
+            assertEquals(8, c.inspect(x -> x.ordLimit()).get());
+        }
+    }
+
+    /** 6.2 on iWARP by default: the acceptor reads and answers the header; the answer is exactly 8 bytes. */
+    @Test
+    void accept_onIwarp_answersHeaderByDefault() throws Exception {
+        RdmaProvider engineIwarp = fx.provider(Map.of("transport", "iWARP"));
+        RdmaProvider peerIwarp = fx.provider(Map.of("transport", "iWARP"));
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().ird(6).ord(5).build(), engineIwarp);
+        SmbDirectListener l = t.listen(fx.anyAddress(engineIwarp), upper);
+        try (RawPeer peer = RawPeer.connect(peerIwarp, l.localAddress(), new IrdOrdHeader(32, 1).toPrivateData(), 8)) {
+            byte[] pd = peer.endpoint.peerPrivateData();
+            assertEquals(8, pd.length);
+            IrdOrdHeader answer = IrdOrdHeader.fromPrivateData(pd);
+            assertEquals(5, answer.ird());
+            assertEquals(1, answer.ord());
+        }
+    }
+
+    /** NEVER: private data is ignored even where it would be a valid header. */
+    @Test
+    void accept_policyNever_ignoresHeader_answersNone() throws Exception {
+        RdmaProvider engineIwarp = fx.provider(Map.of("transport", "iWARP"));
+        RdmaProvider peerIwarp = fx.provider(Map.of("transport", "iWARP"));
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().irdOrdHeader(IrdOrdHeaderPolicy.NEVER).build(),
+                engineIwarp);
+        SmbDirectListener l = t.listen(fx.anyAddress(engineIwarp), upper);
+        try (RawPeer peer = RawPeer.connect(peerIwarp, l.localAddress(), new IrdOrdHeader(0, 0).toPrivateData(), 8)) {
+            assertEquals(0, peer.endpoint.peerPrivateData().length);
+        }
     }
 }

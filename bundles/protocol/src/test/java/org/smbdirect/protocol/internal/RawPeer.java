@@ -110,11 +110,17 @@ final class RawPeer implements AutoCloseable {
     /** Connects to an engine listening at {@code address}, with {@code receives} receives posted. */
     static RawPeer connect(RdmaProvider provider, InetSocketAddress address, byte[] privateData, int receives)
             throws Exception {
+        return connect(provider, address, privateData, receives, 4, 4);
+    }
+
+    /** Connects offering the given IRD and ORD to the connection manager (rdma_cm's responder resources, initiator depth). */
+    static RawPeer connect(RdmaProvider provider, InetSocketAddress address, byte[] privateData, int receives, int ird,
+            int ord) throws Exception {
         RawPeer p = new RawPeer(provider, receives);
         try {
             p.endpoint = provider.createEndpoint(p.setUp(), p.listener);
             p.buffers();
-            p.endpoint.connect(address, privateData, 4, 4);
+            p.endpoint.connect(address, privateData, ird, ord);
             p.awaitEstablished();
             return p;
         } catch (Exception | Error e) {

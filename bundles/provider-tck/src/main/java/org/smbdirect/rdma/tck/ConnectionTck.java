@@ -21,6 +21,8 @@ import org.smbdirect.rdma.EndpointState;
 import org.smbdirect.rdma.MemoryRegion;
 import org.smbdirect.rdma.OperationType;
 import org.smbdirect.rdma.RdmaListener;
+import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.rdma.TransportType;
 import org.smbdirect.rdma.RdmaStatus;
 
 /**
@@ -77,9 +79,14 @@ public abstract class ConnectionTck extends ProviderTck {
         track(server().listen(a, r -> { })); // free again
     }
 
+    /** The private data of an InfiniBand CM REJ, as rdma_cm delivers it on InfiniBand and RoCE. */
+    static final int REJECT_PRIVATE_DATA_SIZE = 148;
+
     /**
      * Private data of the request reaches the passive side; private data of the acceptance
-     * reaches the active side; the full {@code maxPrivateData} fits.
+     * reaches the active side; the full {@code maxPrivateData} fits. It arrives as the transport
+     * delivers it: exactly on iWARP, zero-padded to the CM message's fixed size on InfiniBand and
+     * RoCE ({@link TransportType#requestPrivateDataSize()}, {@link TransportType#replyPrivateDataSize()}).
      *
      * @throws Exception on failure
      */
@@ -89,13 +96,58 @@ public abstract class ConnectionTck extends ProviderTck {
         byte[] request = Bytes.pattern(max, 1);
         byte[] accept = Bytes.pattern(Math.min(max, server().capabilities().maxPrivateData()), 2);
         Link l = link(new LinkSpec().connectData(request).acceptData(accept));
-        assertArrayEquals(request, l.request().peerPrivateData());
-        assertArrayEquals(request, l.server().endpoint().peerPrivateData());
-        assertArrayEquals(accept, l.client().endpoint().peerPrivateData());
+        TransportType t = caps().transportType();
+        assertDelivered(request, t.requestPrivateDataSize(), t, l.request().peerPrivateData());
+        assertDelivered(request, t.requestPrivateDataSize(), t, l.server().endpoint().peerPrivateData());
+        assertDelivered(accept, t.replyPrivateDataSize(), t, l.client().endpoint().peerPrivateData());
         byte[] copy = l.client().endpoint().peerPrivateData();
         if (copy.length > 0) {
             copy[0] ^= 1;
-            assertArrayEquals(accept, l.client().endpoint().peerPrivateData(), "peerPrivateData returns a copy");
+            assertDelivered(accept, t.replyPrivateDataSize(), t, l.client().endpoint().peerPrivateData());
+        }
+    }
+
+    /**
+     * No private data sent: on iWARP none arrives; on InfiniBand and RoCE the whole fixed-size
+     * field arrives, all zeros (what made an MS-SMBD IRD/ORD header of zeros appear where none was
+     * sent).
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void privateData_noneSent_arrivesEmptyOrAsZeroPadding() throws Exception {
+        Link l = link(new LinkSpec().connectData(null).acceptData(null));
+        TransportType t = caps().transportType();
+        assertDelivered(new byte[0], t.requestPrivateDataSize(), t, l.request().peerPrivateData());
+        assertDelivered(new byte[0], t.replyPrivateDataSize(), t, l.client().endpoint().peerPrivateData());
+    }
+
+    /**
+     * The provider names its transport in its capabilities and its service properties, and each
+     * endpoint reports the same.
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void transportType_reportedByProviderAndEndpoints() throws Exception {
+        TransportType t = caps().transportType();
+        assertNotNull(t);
+        assertEquals(t.displayName(), caps().toServiceProperties().get(RdmaProvider.PROP_TRANSPORT));
+        Link l = link();
+        assertEquals(t, l.client().endpoint().transportType());
+        assertEquals(server().capabilities().transportType(), l.server().endpoint().transportType());
+    }
+
+    /** Asserts that {@code sent} arrived as {@code t} delivers private data padded to {@code padded} bytes. */
+    static void assertDelivered(byte[] sent, int padded, TransportType t, byte[] received) {
+        if (t.exactPrivateData()) {
+            assertArrayEquals(sent, received, t + " delivers private data at its exact length");
+            return;
+        }
+        assertEquals(padded, received.length, t + " delivers the whole fixed-size private data field");
+        assertArrayEquals(sent, java.util.Arrays.copyOf(received, sent.length), "the bytes sent come first");
+        for (int i = sent.length; i < received.length; i++) {
+            assertEquals(0, received[i], "padding byte " + i + " must be zero");
         }
     }
 
@@ -166,7 +218,8 @@ public abstract class ConnectionTck extends ProviderTck {
         EventRecorder.Event e = c.events().awaitTerminal();
         assertEquals(EventRecorder.Kind.ERROR, e.kind());
         assertEquals(RdmaStatus.CONNECTION_REFUSED, e.status());
-        assertArrayEquals(why, c.endpoint().peerPrivateData());
+        TransportType t = caps().transportType();
+        assertDelivered(why, REJECT_PRIVATE_DATA_SIZE, t, c.endpoint().peerPrivateData());
         assertEquals(EndpointState.DISCONNECTED, c.endpoint().state());
         assertEquals(EndpointState.DISCONNECTED, s.endpoint().state());
         assertFails(RdmaStatus.INVALID_STATE, () -> r.reject(null));

@@ -39,6 +39,8 @@ final class SendQueue {
     final byte[] state;
     final byte[] status;
     final long[] due;
+    /** Receiver-not-ready retries spent on the request (rdma_cm's rnr_retry_count bounds them). */
+    final byte[] rnrTries;
     /** Capture: the first packet sequence number of the request. */
     final int[] psn;
     /**
@@ -70,6 +72,7 @@ final class SendQueue {
         state = new byte[depth];
         status = new byte[depth];
         due = new long[depth];
+        rnrTries = new byte[depth];
         psn = new int[depth];
         this.inlineThreshold = inlineThreshold;
         inline = inlineThreshold > 0 ? new byte[depth][] : null;

@@ -114,6 +114,19 @@ public @interface SimConfig {
     int maxCompletionQueueDepth() default 65536;
 
     /**
+     * The RDMA transport this provider behaves as: {@code RoCE} (default) and {@code InfiniBand}
+     * zero-pad connection private data as rdma_cm does (56 bytes with a request, 196 with an
+     * acceptance, 148 with a rejection), {@code iWARP} delivers it exactly; the transport also
+     * decides SMB Direct's default port (445, or 5445 on iWARP).
+     *
+     * @return the transport's name
+     */
+    @AttributeDefinition(name = "Transport", description = "provider.transport: RoCE, InfiniBand or iWARP",
+            options = {@Option(label = "RoCE", value = "RoCE"), @Option(label = "InfiniBand", value = "InfiniBand"),
+                @Option(label = "iWARP", value = "iWARP")})
+    String transport() default "RoCE";
+
+    /**
      * The most private data bytes, 0 to 56 (what an InfiniBand CM request carries after the IP CM header).
      *
      * @return the limit

@@ -28,6 +28,8 @@ import org.smbdirect.rdma.RequestFlags;
 final class SimConnection extends Actor {
     /** Slot due time meaning "arrival not computed yet". */
     static final long UNSET = Long.MIN_VALUE;
+    /** The receiver-not-ready timer: rdma_cm's default min_rnr_timer (code 12, 0.64 ms). */
+    static final long RNR_TIMER_NANOS = 640_000;
     private static final int BATCH = 128;
     private static final OperationType[] TYPE_OF_OP = {null, OperationType.SEND, OperationType.SEND,
         OperationType.WRITE, OperationType.READ, OperationType.INVALIDATE};
@@ -368,7 +370,12 @@ final class SimConnection extends Actor {
             switch (op) {
                 case SendQueue.OP_SEND:
                 case SendQueue.OP_SEND_INVALIDATE:
-                    startSend(x, y, q, s, (fault & FaultInjector.RECEIVER_NOT_READY) != 0);
+                    if (!startSend(x, y, q, s, (fault & FaultInjector.RECEIVER_NOT_READY) != 0)) {
+                        // RNR NAK with retries left: the request stays first in line and is
+                        // transmitted again when the receiver-not-ready timer expires.
+                        host.timer.schedule(wake, now + RNR_TIMER_NANOS);
+                        return n;
+                    }
                     break;
                 case SendQueue.OP_WRITE:
                     startWrite(x, y, q, s);
@@ -425,12 +432,16 @@ final class SimConnection extends Actor {
         return y.ird == 0 ? x.ord : Math.min(x.ord, y.ird);
     }
 
-    private void startSend(SimEndpoint x, SimEndpoint y, SendQueue q, int s, boolean forcedRnr) {
+    /**
+     * Starts a send at the peer. Returns {@code false} only when the peer had no receive posted and
+     * the sender's RNR retry count allows another try (7: always), without any effect yet.
+     */
+    private boolean startSend(SimEndpoint x, SimEndpoint y, SendQueue q, int s, boolean forcedRnr) {
         int len = q.length[s];
         if (!localValid(q, s)) {
             failAt(x, q, RdmaStatus.LOCAL_PROTECTION_ERROR, RdmaStatus.CONNECTION_RESET,
                     "a send names a region that was deregistered or invalidated after posting");
-            return;
+            return true;
         }
         boolean solicited = (q.flags[s] & RequestFlags.SOLICIT_EVENT) != 0;
         boolean inv = q.op[s] == SendQueue.OP_SEND_INVALIDATE;
@@ -444,9 +455,15 @@ final class SimConnection extends Actor {
                 capture.send(x, y, q, s, solicited, inv);
                 capture.nak(y, x, CaptureSet.SYNDROME_RNR);
             }
+            int retries = x.options.rnrRetryCount();
+            if (!forcedRnr && (retries == 7 || q.rnrTries[s] < retries)) {
+                q.rnrTries[s]++;
+                return false;
+            }
             failAt(x, q, RdmaStatus.RECEIVER_NOT_READY, RdmaStatus.CONNECTION_RESET,
-                    forcedRnr ? "injected fault: receiver not ready" : "receiver not ready: no receive posted at the peer");
-            return;
+                    forcedRnr ? "injected fault: receiver not ready" : "receiver not ready: no receive posted at the peer"
+                            + (retries > 0 ? " after " + retries + " retries" : ""));
+            return true;
         }
         int rs = r.slot(r.head);
         if (len > r.capacity[rs]) {
@@ -457,7 +474,7 @@ final class SimConnection extends Actor {
             completeReceive(y, rs, RdmaStatus.LOCAL_LENGTH_ERROR, 0, false, false, 0);
             failAt(x, q, RdmaStatus.REMOTE_INVALID_REQUEST, RdmaStatus.LOCAL_LENGTH_ERROR, "a message of " + len
                     + " bytes arrived for a receive of " + r.capacity[rs] + " bytes");
-            return;
+            return true;
         }
         if (!receiveValid(r, rs)) {
             if (capture != null) {
@@ -467,7 +484,7 @@ final class SimConnection extends Actor {
             completeReceive(y, rs, RdmaStatus.LOCAL_PROTECTION_ERROR, 0, false, false, 0);
             failAt(x, q, RdmaStatus.REMOTE_OPERATION_ERROR, RdmaStatus.LOCAL_PROTECTION_ERROR,
                     "the peer's receive names a region that was deregistered or invalidated after posting");
-            return;
+            return true;
         }
         int base = s * q.maxSge;
         Copy.scatter(q.sgeRegion, q.sgeOffset, q.sgeLength, base, q.sgeCount[s],
@@ -486,7 +503,7 @@ final class SimConnection extends Actor {
                 // NdkSendAndInvalidate: an invalid token makes the receiving provider abort the connection.
                 failAt(x, q, RdmaStatus.REMOTE_INVALID_REQUEST, RdmaStatus.INVALID_TOKEN, "send-and-invalidate named token 0x"
                         + Integer.toHexString(token) + ", which is not a valid remote token of the peer's endpoint");
-                return;
+                return true;
             }
         }
         if (capture != null) {
@@ -495,6 +512,7 @@ final class SimConnection extends Actor {
         }
         completeReceive(y, rs, RdmaStatus.SUCCESS, len, solicited, inv, token);
         q.state[s] = SendQueue.STARTED;
+        return true;
     }
 
     private void startWrite(SimEndpoint x, SimEndpoint y, SendQueue q, int s) {

@@ -101,7 +101,8 @@ final class SimConnectionRequest extends Timer.Task implements ConnectionRequest
             if (ep == null || ep != endpoint) {
                 throw new RdmaException(RdmaStatus.INVALID_STATE, "accept: the endpoint was not created for this request");
             }
-            byte[] pd = provider.checkPrivateData("accept", privateData);
+            byte[] pd = provider.checkPrivateData("accept", privateData,
+                    provider.capabilities().transportType().replyPrivateDataSize());
             provider.checkDepths("accept", ird, ord);
             // MS-SMBD 6.2: the accepting side's IRD and ORD are set before the peer learns of the acceptance.
             endpoint.markAccepting(connection, ird, ord);
@@ -117,7 +118,7 @@ final class SimConnectionRequest extends Timer.Task implements ConnectionRequest
 
     @Override
     public void reject(byte[] privateData) throws RdmaException {
-        byte[] pd = provider.checkPrivateData("reject", privateData);
+        byte[] pd = provider.checkPrivateData("reject", privateData, SimProvider.REJECT_PRIVATE_DATA_SIZE);
         if (!answerNegatively(REJECTED, pd, "the peer rejected the request")) {
             throw new RdmaException(RdmaStatus.INVALID_STATE, "reject: the request was already answered");
         }

@@ -112,7 +112,8 @@ final class SimEndpoint implements Endpoint {
         if (remote == null || remote.isUnresolved()) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "connect: remote address is null or unresolved: " + remote);
         }
-        byte[] pd = provider.checkPrivateData("connect", privateData);
+        byte[] pd = provider.checkPrivateData("connect", privateData,
+                provider.capabilities().transportType().requestPrivateDataSize());
         provider.checkDepths("connect", ird, ord);
         SimConnection c;
         synchronized (this) {
@@ -586,6 +587,7 @@ final class SimEndpoint implements Endpoint {
             sq.remoteToken[slot] = remoteToken;
             sq.subject[slot] = subject;
             sq.state[slot] = SendQueue.POSTED;
+            sq.rnrTries[slot] = 0;
             sq.due[slot] = SimConnection.UNSET;
             if ((flags & RequestFlags.INLINE) != 0) {
                 // INLINE: the data is copied now; the elements are not looked at again.

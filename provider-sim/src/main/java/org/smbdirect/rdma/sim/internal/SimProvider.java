@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -263,15 +264,23 @@ final class SimProvider implements RdmaProvider {
         }
     }
 
-    byte[] checkPrivateData(String what, byte[] privateData) throws RdmaException {
-        if (privateData == null) {
-            return SimEndpoint.NO_BYTES;
-        }
-        if (privateData.length > capabilities().maxPrivateData()) {
+    /** The private data of an InfiniBand CM REJ (rdma_cm passes it whole). */
+    static final int REJECT_PRIVATE_DATA_SIZE = 148;
+
+    /**
+     * Checks private data and returns it as the peer will see it: on InfiniBand and RoCE zero-padded
+     * to the fixed size of the CM message that carries it ({@code paddedSize}; rdma_cm hands the
+     * receiver the whole field whatever was sent, even when nothing was), on iWARP exactly as sent.
+     */
+    byte[] checkPrivateData(String what, byte[] privateData, int paddedSize) throws RdmaException {
+        if (privateData != null && privateData.length > capabilities().maxPrivateData()) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, what + ": " + privateData.length
                     + " bytes of private data exceed maxPrivateData " + capabilities().maxPrivateData());
         }
-        return privateData.clone();
+        if (capabilities().transportType().exactPrivateData()) {
+            return privateData == null ? SimEndpoint.NO_BYTES : privateData.clone();
+        }
+        return privateData == null ? new byte[paddedSize] : Arrays.copyOf(privateData, paddedSize);
     }
 
     void checkDepths(String what, int ird, int ord) throws RdmaException {

@@ -9,6 +9,7 @@ import java.util.Objects;
 import java.util.regex.Pattern;
 
 import org.smbdirect.rdma.ProviderCapabilities;
+import org.smbdirect.rdma.TransportType;
 
 /**
  * A validated, immutable snapshot of a {@link SimConfig}. Every range check of the configuration
@@ -55,6 +56,7 @@ final class SimSettings {
                 .maxQueueDepth(range("maxQueueDepth", c.maxQueueDepth(), 1, 65536))
                 .maxCompletionQueueDepth(range("maxCompletionQueueDepth", c.maxCompletionQueueDepth(), 1, 1 << 22))
                 .maxPrivateData(range("maxPrivateData", c.maxPrivateData(), 0, 56))
+                .transportType(transport(c.transport()))
                 .build();
         fabricThreads = range("fabricThreads", c.fabricThreads(), 1, 64);
         connectTimeoutMillis = range("connectTimeoutMillis", c.connectTimeoutMillis(), 1, 3_600_000);
@@ -172,6 +174,14 @@ final class SimSettings {
         return fromMap(m);
     }
 
+    private static TransportType transport(String name) {
+        try {
+            return TransportType.parse(name);
+        } catch (IllegalArgumentException e) {
+            throw invalid("transport", "\"" + name + "\"", "RoCE, InfiniBand or iWARP");
+        }
+    }
+
     /** Every setting under its configuration key. */
     Map<String, Object> toMap() {
         Map<String, Object> m = new LinkedHashMap<>();
@@ -188,6 +198,7 @@ final class SimSettings {
         m.put("maxQueueDepth", capabilities.maxQueueDepth());
         m.put("maxCompletionQueueDepth", capabilities.maxCompletionQueueDepth());
         m.put("maxPrivateData", capabilities.maxPrivateData());
+        m.put("transport", capabilities.transportType().displayName());
         m.put("fabricThreads", fabricThreads);
         m.put("connectTimeoutMillis", connectTimeoutMillis);
         m.put("latency.enabled", latencyEnabled);

@@ -14,9 +14,6 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * <li>a verbs work completion carries no "solicited" indication, so {@code
  * CompletionResult.solicited()} is always {@code false} (the notification itself does follow
  * SOLICITED arms);</li>
- * <li>InfiniBand and RoCE connection management carries private data in fixed-size fields, so the
- * peer sees the bytes sent followed by zeros up to 56 (request), 196 (acceptance) or 148
- * (rejection) bytes, never the length sent;</li>
  * <li>Soft-RoCE (rdma_rxe) acknowledges a send whose invalidate token it refuses: the sender's send
  * succeeds instead of failing REMOTE_INVALID_REQUEST (the receiver's side behaves as specified).</li>
  * </ul>
@@ -24,8 +21,6 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 final class KnownDeviations implements ExecutionCondition {
     private static final String SOLICITED = "verbs reports no solicited flag in a work completion "
             + "(struct ibv_wc has none), so CompletionResult.solicited() is always false";
-    private static final String PADDED = "InfiniBand/RoCE connection management pads private data with zeros "
-            + "to a fixed size (56/196/148 bytes): the length sent is not carried";
     private static final String RXE_ACK = "Soft-RoCE (rdma_rxe, Linux 6.1) acknowledges a send whose invalidate "
             + "token it refuses, so the sender's send completes SUCCESS, not REMOTE_INVALID_REQUEST";
 
@@ -33,8 +28,6 @@ final class KnownDeviations implements ExecutionCondition {
     private static final Map<String, String[]> DEVIATIONS = Map.of(
             "solicitEvent_reportedOnTheReceive", new String[] {SOLICITED, "all"},
             "armSolicited_ignoresUnsolicited_satisfiedBySolicitedReceive", new String[] {SOLICITED, "all"},
-            "privateData_travelsWithRequestAndAcceptance", new String[] {PADDED, "ib"},
-            "reject_activeSideRefusedWithPrivateData_passiveEndpointEndsSilently", new String[] {PADDED, "ib"},
             "sendAndInvalidate_unknownToken_abortsReceiverConnection", new String[] {RXE_ACK, "rxe"},
             "sendAndInvalidate_tokenOfAnotherConnection_abortsReceiverConnection", new String[] {RXE_ACK, "rxe"},
             "sendAndInvalidate_tokenWithoutRemoteAccess_abortsReceiverConnection", new String[] {RXE_ACK, "rxe"});

@@ -32,17 +32,21 @@ public final class IrdOrdHeader {
 
     /**
      * Reads a header from the start of private data (MS-SMBD 6.2: at the beginning of any private
-     * data provided by the transport).
+     * data provided by the transport). Whether private data is to be read as a header at all is the
+     * caller's decision (on InfiniBand and RoCE it is zero padding unless both sides agreed).
      *
      * @param privateData the private data
-     * @return the header, or {@code null} when fewer than 8 bytes are present
+     * @return the header, or {@code null} when fewer than 8 bytes are present or all 8 are zero
+     *         (zero padding of the connection manager: no header was sent)
      */
     public static IrdOrdHeader fromPrivateData(byte[] privateData) {
         if (privateData == null || privateData.length < SIZE) {
             return null;
         }
         ByteBuffer b = ByteBuffer.wrap(privateData).order(ByteOrder.BIG_ENDIAN);
-        return new IrdOrdHeader(b.getInt(0), b.getInt(4));
+        int ird = b.getInt(0);
+        int ord = b.getInt(4);
+        return ird == 0 && ord == 0 ? null : new IrdOrdHeader(ird, ord);
     }
 
     /**
