@@ -1,0 +1,123 @@
+package org.smbdirect.interop.guest;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.HexFormat;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.smbdirect.transport.ConnectionHandler;
+import org.smbdirect.transport.ConnectionParameters;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectListener;
+
+/**
+ * The Linux cifs client against the engine as listener: {@code mount -t cifs -o rdma} reaches the
+ * engine, SMB Direct negotiation completes with the values cifs asked for (its module parameters),
+ * and the upper layer receives cifs's SMB2 NEGOTIATE request intact. There is no SMB2 server
+ * behind the engine, so the mount then fails; the test asserts the transport part.
+ */
+class CifsClientTest {
+    private static final int WAIT_SECONDS = 180;
+
+    @Test
+    void cifsMountsWithRdma_negotiatesCifsValues_smb2NegotiateArrivesIntact() throws Exception {
+        BlockingQueue<SmbDirectConnection> accepted = new LinkedBlockingQueue<>();
+        BlockingQueue<byte[]> messages = new LinkedBlockingQueue<>();
+        ConnectionHandler handler = (connection, message, invalidated) -> {
+            byte[] copy = new byte[message.remaining()];
+            message.get(copy);
+            messages.add(copy);
+        };
+        Path mnt = Paths.get("/tmp/interop-mnt-engine");
+        Files.createDirectories(mnt);
+        try (SmbDirect engine = Guest.engine(SmbDirectConfig.defaults())) {
+            // 445 on RoCE, 5445 on iWARP: where cifs looks (it tries 5445, then 445).
+            int port = engine.defaultPort();
+            SmbDirectListener listener = engine.listen(new InetSocketAddress(Guest.address(), port), c -> {
+                accepted.add(c);
+                return handler;
+            });
+            CompletableFuture<Guest.Result> mount = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return Guest.peersResult(WAIT_SECONDS, "cifs-mount", "//" + Guest.address().getHostAddress() + "/share",
+                            mnt.toString());
+                } catch (Exception e) {
+                    return new Guest.Result(-2, e.toString());
+                }
+            });
+            SmbDirectConnection c = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertNotNull(c, () -> "cifs never negotiated SMB Direct with the engine on port " + port + "; mount: "
+                    + (mount.isDone() ? mount.join().output : "still running"));
+            byte[] negotiate = messages.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertNotNull(negotiate, "no upper-layer message from cifs");
+
+            ConnectionParameters p = c.parameters();
+            Guest.record(Guest.transport() + " cifs -> engine (listener on " + listener.localAddress() + "): " + describe(p));
+            // MS-SMBD 3.1.5.6: what the engine took from cifs's Negotiate Request, against cifs's own settings.
+            assertEquals(0x0100, p.protocolVersion());
+            assertEquals(Math.min(1364, cifsParameter("smbd_max_receive_size")), p.maxSendSize(),
+                    "MaxSendSize: min(ours, cifs's MaxReceiveSize)");
+            assertEquals(Math.min(8192, cifsParameter("smbd_max_send_size")), p.maxReceiveSize(),
+                    "MaxReceiveSize: min(ours, cifs's PreferredSendSize)");
+            assertEquals(cifsParameter("smbd_max_fragmented_recv_size"), p.maxFragmentedSendSize(),
+                    "MaxFragmentedSendSize: cifs's MaxFragmentedSize");
+            assertEquals(Guest.transport().equals("siw") ? "iWARP" : "RoCE", p.transport());
+            assertTrue(p.ord() > 0, "the engine may RDMA-read from cifs: " + p.ord());
+
+            // The SMB2 NEGOTIATE request as cifs wrote it (MS-SMB2 2.2.1, 2.2.3): no 4-byte
+            // Direct TCP header over SMB Direct.
+            ByteBuffer b = ByteBuffer.wrap(negotiate).order(ByteOrder.LITTLE_ENDIAN);
+            Guest.record(Guest.transport() + " SMB2 NEGOTIATE from cifs: " + negotiate.length + " bytes, "
+                    + HexFormat.of().formatHex(negotiate, 0, Math.min(negotiate.length, 16)) + "...");
+            assertTrue(negotiate.length >= 100, "an SMB2 NEGOTIATE request is at least 100 bytes: " + negotiate.length);
+            assertEquals(0x424d53fe, b.getInt(0), "ProtocolId 0xFE 'SMB'");
+            assertEquals(64, b.getShort(4), "SMB2 header StructureSize");
+            assertEquals(0, b.getShort(12), "Command NEGOTIATE");
+            assertEquals(36, b.getShort(64), "NEGOTIATE StructureSize");
+            int dialects = b.getShort(66) & 0xffff;
+            assertTrue(dialects > 0 && 100 + 2 * dialects <= negotiate.length, "dialect array inside the message");
+            boolean smb30 = false;
+            for (int i = 0; i < dialects; i++) {
+                smb30 |= b.getShort(100 + 2 * i) == 0x0300;
+            }
+            assertTrue(smb30, "vers=3.0 asks for dialect 0x0300");
+
+            c.close();
+            Guest.Result m = mount.get(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertNotEquals(0, m.exit, "the mount cannot succeed without an SMB2 server: " + m.output);
+            listener.close();
+        } finally {
+            Guest.peersResult(60, "cifs-umount", mnt.toString());
+        }
+        String errors = Guest.peersResult(60, "dmesg-check").output;
+        Guest.record(Guest.transport() + " kernel log after cifs -> engine: " + (errors.isBlank() ? "clean" : errors.trim()));
+    }
+
+    private static int cifsParameter(String name) throws Exception {
+        return Integer.parseInt(Files.readString(Paths.get("/sys/module/cifs/parameters", name)).trim());
+    }
+
+    static String describe(ConnectionParameters p) {
+        return "transport " + p.transport() + ", MaxSendSize " + p.maxSendSize() + ", MaxReceiveSize "
+                + p.maxReceiveSize() + ", MaxFragmentedSendSize " + p.maxFragmentedSendSize()
+                + ", MaxFragmentedRecvSize " + p.maxFragmentedRecvSize() + ", MaxReadWriteSize " + p.maxReadWriteSize()
+                + ", ReceiveCreditMax " + p.receiveCreditMax() + ", SendCreditTarget " + p.sendCreditTarget()
+                + ", IRD/ORD " + p.ird() + "/" + p.ord() + ", peer reads " + p.rdmaRead();
+    }
+
+}

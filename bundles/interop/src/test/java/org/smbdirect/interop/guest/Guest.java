@@ -1,0 +1,125 @@
+package org.smbdirect.interop.guest;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.concurrent.TimeUnit;
+
+import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.rdma.RdmaProviderFactory;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectFactory;
+
+/**
+ * The guest as the interop tests see it: its RDMA device and address, the Linux peers behind
+ * {@code linux-peers.sh}, and an SMB Direct engine on the verbs provider, made through the public
+ * plain-Java API (ServiceLoader) as an embedding user would.
+ */
+final class Guest {
+    /** The share every test uses, on the guest's tmpfs. */
+    static final Path SHARE = Paths.get("/tmp/interop-share");
+    static final String USER = "interop";
+    static final String PASSWORD = "interop-pass-1";
+
+    private Guest() {
+    }
+
+    /** The guest's RDMA address (the dummy interface carrying rxe0 or siw0). */
+    static InetAddress address() throws IOException {
+        return InetAddress.getByName(env("RDMA_VM_IP", "10.99.0.1"));
+    }
+
+    /** {@code rxe} or {@code siw}. */
+    static String transport() {
+        return System.getProperty("interop.transport", "rxe");
+    }
+
+    static String env(String name, String fallback) {
+        String v = System.getenv(name);
+        return v == null || v.isBlank() ? fallback : v;
+    }
+
+    /** An engine on the guest's verbs provider. */
+    static SmbDirect engine(SmbDirectConfig config) throws org.smbdirect.rdma.RdmaException {
+        RdmaProviderFactory verbs = ServiceLoader.load(RdmaProviderFactory.class).stream().map(ServiceLoader.Provider::get)
+                .filter(f -> f.type().equals("verbs")).findFirst()
+                .orElseThrow(() -> new AssertionError("no verbs RdmaProviderFactory on the class path"));
+        List<RdmaProvider> providers = verbs.create(Map.of());
+        if (providers.isEmpty()) {
+            throw new AssertionError("the verbs provider found no RDMA device in the guest");
+        }
+        return ServiceLoader.load(SmbDirectFactory.class).findFirst()
+                .orElseThrow(() -> new AssertionError("no SmbDirectFactory on the class path")).create(providers, config);
+    }
+
+    /** Runs {@code linux-peers.sh} with the arguments; returns its output, failing on a non-zero exit. */
+    static String peers(String... args) throws IOException, InterruptedException {
+        Result r = peersResult(300, args);
+        if (r.exit != 0) {
+            throw new AssertionError("linux-peers.sh " + String.join(" ", args) + " exited " + r.exit + ":\n" + r.output);
+        }
+        return r.output;
+    }
+
+    /** Runs {@code linux-peers.sh}; returns exit status and output. */
+    static Result peersResult(int timeoutSeconds, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of("bash", System.getProperty("interop.peers", "linux-peers.sh")));
+        cmd.addAll(List.of(args));
+        return run(timeoutSeconds, cmd);
+    }
+
+    /** Runs a command, output and errors together; kills it after the timeout. */
+    static Result run(int timeoutSeconds, List<String> cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        byte[][] output = new byte[1][];
+        Thread reader = new Thread(() -> {
+            try {
+                output[0] = p.getInputStream().readAllBytes();
+            } catch (IOException e) {
+                output[0] = ("(output unreadable: " + e + ")").getBytes(StandardCharsets.UTF_8);
+            }
+        });
+        reader.start();
+        if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+        }
+        reader.join(10_000);
+        String text = output[0] == null ? "" : new String(output[0], StandardCharsets.UTF_8);
+        return new Result(p.isAlive() ? -1 : p.exitValue(), text);
+    }
+
+    /** Appends lines to {@code negotiated.txt}, which the host prints and the README quotes. */
+    static void record(String line) {
+        System.out.println(line);
+        String out = System.getProperty("interop.out");
+        if (out == null) {
+            return;
+        }
+        try {
+            Files.writeString(Paths.get(out, "negotiated.txt"), line + "\n", StandardCharsets.UTF_8,
+                    StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        } catch (IOException e) {
+            System.out.println("(negotiated.txt not written: " + e + ")");
+        }
+    }
+
+    /** A command's exit status and output. */
+    static final class Result {
+        final int exit;
+        final String output;
+
+        Result(int exit, String output) {
+            this.exit = exit;
+            this.output = output;
+        }
+    }
+}
