@@ -41,7 +41,8 @@ class ValueTypesTest {
         assertEquals(Boolean.FALSE, p.get(RdmaProvider.PROP_RDMA_READ));
         assertEquals(256, p.get(RdmaProvider.PROP_INLINE_LIMIT));
         assertEquals(1L << 33, p.get(RdmaProvider.PROP_MAX_REGION_SIZE));
-        assertEquals(10, p.size());
+        assertEquals(TransportType.ROCE.displayName(), p.get(RdmaProvider.PROP_TRANSPORT));
+        assertEquals(11, p.size());
         assertThrows(IllegalArgumentException.class, () -> ProviderCapabilities.builder().maxSge(0));
     }
 
