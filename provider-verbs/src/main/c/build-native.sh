@@ -5,7 +5,10 @@
 # README's first command needs only a JDK and Maven. Where CI is set, a missing toolchain fails the
 # build: CI must not lose the native path.
 # Usage (from Maven): build-native.sh OUT_DIR JAVA_HOME
+#        build-native.sh --check   only says whether it would build (exit 0) or why not (exit 1)
 set -eu
+check_only=false
+if [ "${1:-}" = "--check" ]; then check_only=true; set -- /nonexistent /nonexistent; fi
 out=$1
 java_home=$2
 cc=${CC:-gcc}
@@ -24,6 +27,10 @@ else
     || missing="no rdma-core headers/libraries ($(printf '%s' "$probe" | grep -m1 -o 'fatal error: [^ ]*\|cannot find -l[a-z]*' || echo "$cc failed"))"
 fi
 
+if $check_only; then
+  if [ -n "$missing" ]; then echo "$missing; $hint"; exit 1; fi
+  echo "gcc, make and the rdma-core headers found"; exit 0
+fi
 mkdir -p "$out"
 if [ -n "$missing" ]; then
   rm -f "$out/libdisni.so" "$fragment"
