@@ -16,9 +16,9 @@ fragment=$out/../native.bnd
 hint="Debian/Ubuntu: apt-get install gcc make libibverbs-dev librdmacm-dev; Fedora/RHEL: dnf install gcc make rdma-core-devel"
 
 missing=
-if ! command -v "$cc" >/dev/null 2>&1; then
+if ! "$cc" --version >/dev/null 2>&1; then
   missing="no C compiler ($cc)"
-elif ! command -v make >/dev/null 2>&1; then
+elif ! make --version >/dev/null 2>&1; then
   missing="no make"
 else
   # the headers and the libraries the Makefile links against, as one small program
