@@ -24,7 +24,7 @@ else
   # the headers and the libraries the Makefile links against, as one small program
   probe=$(printf '#include <infiniband/verbs.h>\n#include <rdma/rdma_cma.h>\nint main(void) { return ibv_get_device_list(0) == 0 && rdma_create_event_channel() == 0; }\n' \
     | "$cc" -x c -o /dev/null - -libverbs -lrdmacm 2>&1) \
-    || missing="no rdma-core headers/libraries ($(printf '%s' "$probe" | grep -m1 -o 'fatal error: [^ ]*\|cannot find -l[a-z]*' || echo "$cc failed"))"
+    || missing="no rdma-core headers/libraries ($(printf '%s' "$probe" | grep -m1 -o 'fatal error: [^:]*\|cannot find -l[a-z]*' || echo "$cc failed"))"
 fi
 
 if $check_only; then
