@@ -16,12 +16,17 @@ else
 fi
 if ! $native_ok; then
   row "verbs provider on Soft-RoCE (SoftRoceGuestIT)" "SKIPPED: needs the JNI library (above)"
+  guest_ok=false
 elif vm=$(tools/rdma-vm/run-in-vm.sh --check 2>&1); then
   row "verbs provider on Soft-RoCE (SoftRoceGuestIT)" "run (${vm#run-in-vm: })"
+  guest_ok=true
 else
   row "verbs provider on Soft-RoCE (SoftRoceGuestIT)" "SKIPPED: $(printf '%s' "$vm" | sed 's/^run-in-vm: //' | paste -sd ';' -)"
+  guest_ok=false
 fi
-if command -v ib_send_bw >/dev/null 2>&1; then
+if ! $guest_ok; then
+  row "perftest comparison (in the guest)" "SKIPPED: needs the guest (above)"
+elif command -v ib_send_bw >/dev/null 2>&1; then
   row "perftest comparison (in the guest)" "run"
 else
   row "perftest comparison (in the guest)" "SKIPPED: no ib_send_bw (package perftest)"
