@@ -59,6 +59,13 @@ class SoftRoceGuestIT {
 
     @TestFactory
     Stream<DynamicNode> deviceSuite() throws Exception {
+        if (!Files.isRegularFile(nativeDir.resolve("libdisni.so"))) {
+            // the build skipped it (no gcc or rdma-core headers) and said so; CI fails the build instead.
+            // One skipped test carries the reason into the report and the summary line.
+            return Stream.of(DynamicTest.dynamicTest("device suite", () -> Assumptions.abort("SKIPPED: libdisni.so was"
+                    + " not built on this machine (no gcc or rdma-core headers), so the verbs provider cannot run on a"
+                    + " device")));
+        }
         String[] hostDevice = hostDevice();
         List<String> command = new ArrayList<>();
         String device;

@@ -29,8 +29,9 @@ import org.osgi.service.component.annotations.Reference;
  * {@code main.thread} service it finds; its return value is the process's exit status. The
  * component registers that service only when the framework property {@value #DISTRIBUTION} is
  * {@code true}, which the distribution's bndrun sets: other frameworks started by the same
- * launcher (bnd's tester, a test bndrun that holds this bundle) keep their main thread. Outside
- * the bnd launcher (Karaf, a plain Felix) the component stays unsatisfied and does nothing.
+ * launcher (bnd's tester, a test bndrun that holds this bundle) keep their main thread. The
+ * component is disabled unless {@link MainEnabler} finds that property: in Karaf or a plain Felix
+ * an enabled but unsatisfied component would make the bundle show as {@code Waiting}.
  *
  * <ul>
  * <li>no arguments: the interactive Gogo shell on the terminal; {@code exit} or end of input
@@ -39,7 +40,7 @@ import org.osgi.service.component.annotations.Reference;
  * <li>{@code -c COMMAND...}: one Gogo command line; {@code SCRIPT [args]}: a Gogo script.</li>
  * </ul>
  */
-@Component(service = {})
+@Component(service = {}, enabled = false)
 public final class Main implements Callable<Integer> {
     /** The framework property by which the distribution's launch asks for this main thread. */
     static final String DISTRIBUTION = "smbdirect.main";

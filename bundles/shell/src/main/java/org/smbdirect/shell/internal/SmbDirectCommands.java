@@ -436,6 +436,13 @@ public final class SmbDirectCommands {
                 }
             }
         }
+        // providers that offer nothing say why (the verbs provider without a device or native library)
+        ServiceReference<?>[] unavailable = context.getServiceReferences((String) null, "(provider.unavailable=*)");
+        if (unavailable != null) {
+            for (ServiceReference<?> r : unavailable) {
+                out.println(r.getProperty("provider.type") + ": no provider: " + r.getProperty("provider.unavailable"));
+            }
+        }
         if (t == null) {
             out.println("no SmbDirect transport service");
         } else {

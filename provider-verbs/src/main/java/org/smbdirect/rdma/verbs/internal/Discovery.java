@@ -49,7 +49,7 @@ final class Discovery {
             try {
                 names = VerbsNative.deviceNames();
             } catch (NativeException e) {
-                return none(e.meansNoDevice() ? "no RDMA support in this kernel (" + e.getMessage() + ")"
+                return none(e.meansNoDevice() ? "no RDMA device (no RDMA support in this kernel: " + e.getMessage() + ")"
                         : "cannot list RDMA devices (" + e.getMessage() + ")");
             }
             if (names.length == 0) {
@@ -89,7 +89,7 @@ final class Discovery {
         } catch (NativeException e) {
             return none("RDMA device discovery failed (" + e.getMessage() + ")");
         } catch (LinkageError e) {
-            return none("native library libdisni.so is unusable (" + e + ")");
+            return none(NativeLibrary.LOAD_FAILED + "libdisni.so is unusable (" + e + ")");
         }
     }
 

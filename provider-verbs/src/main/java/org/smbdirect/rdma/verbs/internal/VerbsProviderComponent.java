@@ -19,7 +19,9 @@ import org.smbdirect.rdma.RdmaProvider;
 /**
  * Publishes one {@link RdmaProvider} service per usable RDMA device ({@code provider.type=verbs},
  * {@code provider.name} = device name). Without a device, or without the native libraries, it
- * logs one line saying why, registers nothing, starts no thread and holds no native resource.
+ * logs one line saying why, starts no thread and holds no native resource; instead of providers it
+ * registers one plain {@code Object} service carrying that reason in {@value #UNAVAILABLE} (with
+ * {@code provider.type=verbs}), which the shell's {@code providers} command shows.
  * Deactivation closes every provider: each connection ends with {@code onDisconnected} and every
  * native resource is released.
  */
@@ -27,8 +29,12 @@ import org.smbdirect.rdma.RdmaProvider;
         configurationPolicy = ConfigurationPolicy.OPTIONAL)
 @Designate(ocd = VerbsConfiguration.class)
 public final class VerbsProviderComponent {
+    /** The service property saying why no verbs provider is offered. */
+    public static final String UNAVAILABLE = "provider.unavailable";
+
     private final List<VerbsProvider> providers = new ArrayList<>();
     private final List<ServiceRegistration<RdmaProvider>> registrations = new ArrayList<>();
+    private ServiceRegistration<Object> unavailable;
 
     /**
      * Discovers the devices and registers their providers.
@@ -44,11 +50,13 @@ public final class VerbsProviderComponent {
         } catch (RdmaException e) {
             VerbsProvider.LOG.log(Level.ERROR, "smbdirect verbs: no provider registered: bad configuration: "
                     + e.getMessage());
+            unavailable(context, "bad configuration: " + e.getMessage());
             return;
         }
         Discovery.Result found = Discovery.discover(settings);
         if (found.devices.isEmpty()) {
             VerbsProvider.LOG.log(Level.INFO, "smbdirect verbs: no RDMA provider registered: " + found.reason);
+            unavailable(context, found.reason);
             return;
         }
         List<String> failures = new ArrayList<>();
@@ -65,15 +73,31 @@ public final class VerbsProviderComponent {
         if (providers.isEmpty()) {
             VerbsProvider.LOG.log(Level.WARNING, "smbdirect verbs: no RDMA provider registered: "
                     + String.join("; ", failures));
+            unavailable(context, String.join("; ", failures));
         } else if (!failures.isEmpty()) {
             VerbsProvider.LOG.log(Level.WARNING, "smbdirect verbs: devices not published: "
                     + String.join("; ", failures));
         }
     }
 
+    private void unavailable(BundleContext context, String reason) {
+        Dictionary<String, Object> props = new Hashtable<>();
+        props.put("provider.type", VerbsProvider.TYPE);
+        props.put(UNAVAILABLE, reason);
+        unavailable = context.registerService(Object.class, new Object(), props);
+    }
+
     /** Unregisters and closes the providers. */
     @Deactivate
     void deactivate() {
+        if (unavailable != null) {
+            try {
+                unavailable.unregister();
+            } catch (IllegalStateException e) {
+                // already gone with the bundle
+            }
+            unavailable = null;
+        }
         for (ServiceRegistration<RdmaProvider> r : registrations) {
             try {
                 r.unregister();
