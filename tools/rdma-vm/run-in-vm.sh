@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run-in-vm.sh - run one command inside a throw-away QEMU guest that has a Soft-RoCE device.
+# run-in-vm.sh - run one command inside a throw-away QEMU guest that has a software RDMA device
+# (Soft-RoCE rdma_rxe by default, SoftiWARP siw with RDMA_VM_TRANSPORT=siw).
 #
 # Usage: tools/rdma-vm/run-in-vm.sh [--check] [--] COMMAND [ARG...]
 #
@@ -22,8 +23,13 @@
 #   RDMA_VM_RO        space-separated absolute host directories shared read-only at the same path,
 #                     mounted before RDMA_VM_RW: needed for what lies under /tmp, /run or /var/tmp
 #                     (the guest's tmpfs hides the host's), e.g. a workspace checked out in /tmp
-#   RDMA_VM_IP        address of the dummy interface and the Soft-RoCE device (10.99.0.1)
-#   RDMA_VM_DEVICE    name of the Soft-RoCE device (rxe0)
+#   RDMA_VM_IP        address of the dummy interface and the RDMA device (10.99.0.1)
+#   RDMA_VM_TRANSPORT rxe (default: Soft-RoCE, stock module rdma_rxe) or siw (SoftiWARP: siw.ko
+#                     from RDMA_VM_PEERS, which build-linux-peers.sh builds)
+#   RDMA_VM_DEVICE    name of the RDMA device (rxe0 with rxe, siw0 with siw)
+#   RDMA_VM_PEERS     directory with the out-of-tree ksmbd.ko, cifs.ko and siw.ko of
+#                     build-linux-peers.sh (default: its cache directory for the booted kernel, if
+#                     built); exported into the guest, as are RDMA_VM_TRANSPORT and RDMA_VM_IP
 #   RDMA_VM_MEM       guest memory in MiB (2048);  RDMA_VM_CPUS  virtual CPUs (2)
 #   RDMA_VM_TIMEOUT   seconds before the guest is killed (900)
 #   RDMA_VM_ACCEL     tcg (default) or kvm; a stock kernel does not boot on every /dev/kvm
@@ -55,21 +61,38 @@ elif ! modinfo -k "$KVER" -n rdma_rxe >/dev/null 2>&1; then
 fi
 need_cmd rdma iproute2
 ls /usr/lib/*/libibverbs/librxe-* >/dev/null 2>&1 || missing+=("the rxe user-space driver (package ibverbs-providers)")
+TRANSPORT=${RDMA_VM_TRANSPORT:-rxe}
+PEERS=${RDMA_VM_PEERS:-}
+if [ -z "$PEERS" ] && [ -n "$KVER" ]; then
+  # the newest build of build-linux-peers.sh for this kernel, if there is one
+  PEERS=$(ls -d "${SMBDIRECT_CACHE:-$HOME/.cache/smbdirect}/linux-peers/$KVER"-* 2>/dev/null | grep -v "\.old$" | sort -V | tail -n 1 || true)
+fi
+case $TRANSPORT in
+  rxe) ;;
+  siw)
+    ls /usr/lib/*/libibverbs/libsiw-* >/dev/null 2>&1 || missing+=("the siw user-space driver (package ibverbs-providers)")
+    if [ -z "$PEERS" ] || [ ! -f "$PEERS/siw.ko" ]; then
+      missing+=("siw.ko in RDMA_VM_PEERS (${PEERS:-unset}); build it with tools/rdma-vm/build-linux-peers.sh")
+    fi;;
+  *) echo "run-in-vm: RDMA_VM_TRANSPORT must be rxe or siw, not $TRANSPORT" >&2; exit 3;;
+esac
 if [ ${#missing[@]} -gt 0 ]; then
   printf 'run-in-vm: missing: %s\n' "${missing[@]}" >&2
   exit 3
 fi
-$check_only && { echo "run-in-vm: ready (kernel $KVER, busybox $BUSYBOX)"; exit 0; }
+$check_only && { echo "run-in-vm: ready (kernel $KVER, busybox $BUSYBOX, transport $TRANSPORT${PEERS:+, peers $PEERS})"; exit 0; }
 [ $# -gt 0 ] || { echo "run-in-vm: no command given" >&2; exit 125; }
 
 IP=${RDMA_VM_IP:-10.99.0.1}
-DEV=${RDMA_VM_DEVICE:-rxe0}
+DEV=${RDMA_VM_DEVICE:-${TRANSPORT}0}
 MEM=${RDMA_VM_MEM:-2048}
 CPUS=${RDMA_VM_CPUS:-2}
 TIMEOUT=${RDMA_VM_TIMEOUT:-900}
 ACCEL=${RDMA_VM_ACCEL:-tcg}
 RW=${RDMA_VM_RW:-$PWD}
 RO=${RDMA_VM_RO:-}
+# The guest's tmpfs hides the host's /tmp, /run and /var/tmp: share a peers directory there.
+case $PEERS in /tmp/*|/run/*|/var/tmp/*) RO="$RO $PEERS";; esac
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rdma-vm.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -137,7 +160,8 @@ echo "$RO" > "$WORK/ctl/ro"
   done
   cat <<GUEST
 export PATH="\$PATH:/usr/sbin:/sbin"
-export RDMA_VM_IP=$IP RDMA_VM_DEVICE=$DEV
+export RDMA_VM_IP=$IP RDMA_VM_DEVICE=$DEV RDMA_VM_TRANSPORT=$TRANSPORT
+export RDMA_VM_PEERS=$(printf %q "$PEERS")
 mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs tmpfs /dev/shm
 # what udev would create: bash process substitution needs /dev/fd
 ln -sf /proc/self/fd /dev/fd; ln -sf /proc/self/fd/0 /dev/stdin; ln -sf /proc/self/fd/1 /dev/stdout
@@ -146,11 +170,20 @@ echo "rdma-vm: guest up after \$(cut -d' ' -f1 /proc/uptime) s"
 ulimit -l unlimited
 hostname rdma-vm
 ip link set lo up
-if modprobe rdma_rxe && ip link add rxedummy0 type dummy && ip addr add $IP/24 dev rxedummy0 \
-   && ip link set rxedummy0 up && rdma link add $DEV type rxe netdev rxedummy0; then
-  echo "rdma-vm: $DEV on $IP"
+rdma_driver() { # load the kernel driver of the transport
+  if [ "\$RDMA_VM_TRANSPORT" = siw ]; then
+    # siw is not in Debian's kernel: its stock dependencies first, then the out-of-tree module
+    modprobe -a \$(modinfo -F depends "\$RDMA_VM_PEERS/siw.ko" | tr , ' ') \
+      && insmod "\$RDMA_VM_PEERS/siw.ko"
+  else
+    modprobe rdma_rxe
+  fi
+}
+if rdma_driver && ip link add rxedummy0 type dummy && ip addr add $IP/24 dev rxedummy0 \
+   && ip link set rxedummy0 up && rdma link add $DEV type $TRANSPORT netdev rxedummy0; then
+  echo "rdma-vm: $DEV ($TRANSPORT) on $IP"
 else
-  echo "rdma-vm: Soft-RoCE set-up FAILED"
+  echo "rdma-vm: $TRANSPORT set-up FAILED"
 fi
 cd $(printf %q "$PWD") || cd /
 $(printf '%q ' "$@") </dev/null
@@ -184,10 +217,12 @@ for dir in $RW; do
   i=$((i + 1))
 done
 set +e
+# log_buf_len: ksmbd's debug output of a 16 MiB transfer must not push older lines out of the
+# kernel log, which the interop tests count (linux-peers.sh dmesg-mark/dmesg-check)
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" \
   -nodefaults -no-user-config -display none -monitor none -serial stdio -nic none -no-reboot \
   -kernel "/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1" "${shares[@]}" </dev/null | sed -u 's/\r$//'
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 log_buf_len=32M" "${shares[@]}" </dev/null | sed -u 's/\r$//'
 qemu_rc=${PIPESTATUS[0]}
 set -e
 if [ -s "$WORK/ctl/rc" ]; then exit "$(cat "$WORK/ctl/rc")"; fi

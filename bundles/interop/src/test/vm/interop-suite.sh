@@ -4,7 +4,8 @@
 # peers (ksmbd.ko, cifs.ko built by tools/rdma-vm/build-linux-peers.sh), then runs the JUnit
 # classes of org.smbdirect.interop.guest, which start ksmbd and mount cifs themselves through
 # linux-peers.sh. Started by LinuxPeersGuestIT, which writes OUT_DIR/guest.env first:
-#   JAVA, TEST_CLASSPATH, NATIVE_DIR (libdisni.so), LAUNCHER (JUnit console), PEERS_SCRIPT, TRANSPORT
+#   JAVA, TEST_CLASSPATH, NATIVE_DIR (libdisni.so), LAUNCHER (JUnit console), PEERS_SCRIPT, TRANSPORT,
+#   JVM_EXTRA, SELECT
 # Writes OUT_DIR/reports (JUnit XML), junit.log, dmesg.txt; exits with the launcher's status.
 set -u
 OUT=${1:?usage: interop-suite.sh OUT_DIR}
@@ -21,9 +22,14 @@ fi
 JVM_OPTS=(--enable-native-access=ALL-UNNAMED "-Djava.library.path=$NATIVE_DIR" -XX:+UseSerialGC
           -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xmx768m "-XX:ErrorFile=$OUT/hs_err_pid%p.log"
           "-Dinterop.peers=$PEERS_SCRIPT" "-Dinterop.out=$OUT" "-Dinterop.transport=$TRANSPORT")
+# extra JVM options (-Dinterop.jvmOpts on the host, e.g. -Dinterop.trace=true) and a narrower
+# selection (-Dinterop.select, a JUnit console selector such as --select-class=...KsmbdServerTest)
+read -r -a EXTRA_OPTS <<< "${JVM_EXTRA:-}"
+JVM_OPTS+=("${EXTRA_OPTS[@]}")
+SELECT=${SELECT:---select-package=org.smbdirect.interop.guest}
 start=$(date +%s)
 "$JAVA" "${JVM_OPTS[@]}" -jar "$LAUNCHER" execute --class-path "$TEST_CLASSPATH" \
-  --select-package=org.smbdirect.interop.guest --reports-dir "$OUT/reports" \
+  "$SELECT" --reports-dir "$OUT/reports" \
   --details=testfeed --disable-banner --disable-ansi-colors > "$OUT/junit.log" 2>&1
 rc=$?
 tail -n 30 "$OUT/junit.log"

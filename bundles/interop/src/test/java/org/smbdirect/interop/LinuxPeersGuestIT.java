@@ -36,7 +36,9 @@ import org.w3c.dom.NodeList;
  * here. Where QEMU or the kernel sources are missing the suite says so loudly and is reported as
  * skipped; with {@code CI} set it fails instead, so CI never passes without it.
  *
- * <p>{@code -Dinterop.transports=rxe} (or {@code siw}) runs one transport only. Outputs in
+ * <p>{@code -Dinterop.transports=rxe} (or {@code siw}) runs one transport only;
+ * {@code -Dinterop.select=--select-class=org.smbdirect.interop.guest.KsmbdServerTest} one class;
+ * {@code -Dinterop.jvmOpts=-Dinterop.trace=true} passes JVM options to the guest's JVM. Outputs in
  * {@code target/interop-vm/<transport>}: {@code reports/}, {@code junit.log}, {@code console.log},
  * {@code negotiated.txt}, {@code dmesg.txt}.
  */
@@ -150,6 +152,8 @@ class LinuxPeersGuestIT {
         env.put("LAUNCHER", out.resolve("junit-platform-console-standalone.jar").toString());
         env.put("PEERS_SCRIPT", root.resolve("tools/rdma-vm/linux-peers.sh").toString());
         env.put("TRANSPORT", transport);
+        env.put("JVM_EXTRA", System.getProperty("interop.jvmOpts", ""));
+        env.put("SELECT", System.getProperty("interop.select", "--select-package=org.smbdirect.interop.guest"));
         StringBuilder sb = new StringBuilder();
         env.forEach((k, v) -> sb.append(k).append("='").append(v.replace("'", "'\\''")).append("'\n"));
         Files.writeString(dir.resolve("guest.env"), sb.toString());

@@ -42,7 +42,9 @@ public interface RegisteredBuffer extends AutoCloseable {
 
     /**
      * Whether the registration is still in force: not deregistered, not invalidated by the peer,
-     * connection not lost.
+     * connection not lost. Once the peer invalidated it (Send with Invalidate, MS-SMBD 3.1.5.8)
+     * it is {@code false}, but the local resources stay until {@link #deregister()} or {@link
+     * #close()}, which the owner calls in every case.
      *
      * @return {@code true} while the peer may access the buffer
      */

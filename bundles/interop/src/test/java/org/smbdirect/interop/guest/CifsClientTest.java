@@ -45,6 +45,7 @@ class CifsClientTest {
         };
         Path mnt = Paths.get("/tmp/interop-mnt-engine");
         Files.createDirectories(mnt);
+        Guest.peers("dmesg-mark");
         try (SmbDirect engine = Guest.engine(SmbDirectConfig.defaults())) {
             // 445 on RoCE, 5445 on iWARP: where cifs looks (it tries 5445, then 445).
             int port = engine.defaultPort();
@@ -108,8 +109,24 @@ class CifsClientTest {
         Guest.record(Guest.transport() + " kernel log after cifs -> engine: " + (errors.isBlank() ? "clean" : errors.trim()));
     }
 
+    /**
+     * cifs's SMB Direct setting: its module parameter where the kernel exposes it, else the
+     * default of Linux 6.1's fs/smb/client/smbdirect.c (which has no parameter for it).
+     */
     private static int cifsParameter(String name) throws Exception {
-        return Integer.parseInt(Files.readString(Paths.get("/sys/module/cifs/parameters", name)).trim());
+        Path p = Paths.get("/sys/module/cifs/parameters", name);
+        if (Files.exists(p)) {
+            return Integer.parseInt(Files.readString(p).trim());
+        }
+        switch (name) {
+            case "smbd_max_send_size":
+            case "smbd_max_receive_size":
+                return 1364;
+            case "smbd_max_fragmented_recv_size":
+                return 1364 * 255 / 2;
+            default:
+                throw new IllegalArgumentException(name);
+        }
     }
 
     static String describe(ConnectionParameters p) {

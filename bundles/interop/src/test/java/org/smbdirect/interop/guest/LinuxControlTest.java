@@ -23,6 +23,7 @@ class LinuxControlTest {
     void cifsMountsKsmbdOverRdma_copiesSixteenMiBBothWays() throws Exception {
         Path mnt = Paths.get("/tmp/interop-mnt-control");
         Files.createDirectories(mnt);
+        Guest.peers("dmesg-mark");
         Guest.peers("ksmbd-start", Guest.SHARE.toString(), Guest.USER, Guest.PASSWORD);
         try {
             Guest.peers("cifs-mount", "//" + Guest.address().getHostAddress() + "/share", mnt.toString());

@@ -310,7 +310,9 @@ final class VerbsEndpoint implements Endpoint {
             if (idReleased || qpReleased) {
                 throw new NativeException("rdma_accept", 22, "the endpoint was released");
             }
-            VerbsNative.accept(cmId, privateData, ird, ord, 0);
+            // MS-SMBD 3.1.4.2 relies on retries while the peer reposts receives; Linux and Windows
+            // peers expect them (EndpointOptions.rnrRetryCount, 7 = retry indefinitely).
+            VerbsNative.accept(cmId, privateData, ird, ord, rnrRetry(options.rnrRetryCount()));
         } catch (NativeException e) {
             provider.cmLoop.execute(() -> attemptFailed(e.status(), "accepting failed: " + e.getMessage()));
         } finally {
@@ -517,8 +519,9 @@ final class VerbsEndpoint implements Endpoint {
         nativeLock.readLock().lock();
         try {
             if (!idReleased) {
-                // rnr_retry_count 0: a send without a posted receive fails at once (RECEIVER_NOT_READY).
-                VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, 0);
+                // rnr_retry_count as configured: with 0 a send without a posted receive fails at once
+                // (RECEIVER_NOT_READY); 7 means retry indefinitely.
+                VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, rnrRetry(options.rnrRetryCount()));
             }
         } catch (NativeException e) {
             attemptFailed(e.status(), "rdma_connect failed: " + e.getMessage());
@@ -1679,5 +1682,10 @@ final class VerbsEndpoint implements Endpoint {
     public String toString() {
         return "VerbsEndpoint[" + provider.name() + " #" + id + ", " + state + ", " + localAddress + " -> "
                 + remoteAddress + "]";
+    }
+
+    /** rdma_cm's rnr_retry_count is 3 bits: 0 to 7, where 7 means "retry indefinitely". */
+    static int rnrRetry(int configured) {
+        return Math.max(0, Math.min(7, configured));
     }
 }

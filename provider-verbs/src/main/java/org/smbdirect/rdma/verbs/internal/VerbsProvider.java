@@ -28,6 +28,7 @@ import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaListener;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.TransportType;
 
 import com.ibm.disni.verbs.IbvContext;
 import com.ibm.disni.verbs.RdmaCm;
@@ -49,8 +50,6 @@ public final class VerbsProvider implements RdmaProvider {
 
     /** The provider type. */
     public static final String TYPE = "verbs";
-    /** Service property: the transport, {@code InfiniBand}, {@code RoCE} or {@code iWARP} (String). */
-    public static final String PROP_TRANSPORT = "provider.transport";
     /** Service property: the device's IPv4 addresses (String[]). */
     public static final String PROP_ADDRESSES = "provider.addresses";
 
@@ -91,7 +90,7 @@ public final class VerbsProvider implements RdmaProvider {
     private final String name;
     private final List<Inet4Address> addresses;
     final Settings settings;
-    private final String transport;
+    private final TransportType transport;
     private final ProviderCapabilities capabilities;
     final boolean memoryWindows;
     final int maxCqe;
@@ -152,8 +151,9 @@ public final class VerbsProvider implements RdmaProvider {
                     & (VerbsNative.CAP_MEM_WINDOW_TYPE_2A | VerbsNative.CAP_MEM_WINDOW_TYPE_2B)) != 0
                     && dev[VerbsNative.DEV_MAX_MW] > 0;
             boolean iwarp = dev[VerbsNative.DEV_TRANSPORT] == IBV_TRANSPORT_IWARP;
-            this.transport = iwarp ? "iWARP"
-                    : dev[VerbsNative.DEV_LINK_LAYER] == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand";
+            this.transport = iwarp ? TransportType.IWARP
+                    : dev[VerbsNative.DEV_LINK_LAYER] == IBV_LINK_LAYER_ETHERNET ? TransportType.ROCE
+                    : TransportType.INFINIBAND;
             this.maxCqe = (int) Math.min(Integer.MAX_VALUE, dev[VerbsNative.DEV_MAX_CQE]);
             long sge = dev[VerbsNative.DEV_MAX_SGE];
             if (dev[VerbsNative.DEV_MAX_SGE_RD] > 0) {
@@ -176,6 +176,8 @@ public final class VerbsProvider implements RdmaProvider {
                     .maxQueueDepth((int) Math.max(1, Math.min(queueDepth, Integer.MAX_VALUE)))
                     .maxCompletionQueueDepth(Math.max(1, maxCqe))
                     .maxPrivateData(iwarp ? IWARP_PRIVATE_DATA : IB_PRIVATE_DATA)
+                    // decides the private data rules, the IRD/ORD perspective and the default port
+                    .transportType(transport)
                     .build();
             this.channel = ch;
             this.channelPtr = chPtr;
@@ -226,9 +228,9 @@ public final class VerbsProvider implements RdmaProvider {
     /**
      * The device's transport.
      *
-     * @return {@code InfiniBand}, {@code RoCE} or {@code iWARP}
+     * @return InfiniBand, RoCE or iWARP, from the device's transport and link layer
      */
-    public String transport() {
+    public TransportType transport() {
         return transport;
     }
 
@@ -251,7 +253,6 @@ public final class VerbsProvider implements RdmaProvider {
         Map<String, Object> p = capabilities.toServiceProperties();
         p.put(PROP_TYPE, TYPE);
         p.put(PROP_NAME, name);
-        p.put(PROP_TRANSPORT, transport);
         p.put(PROP_ADDRESSES, addresses.stream().map(InetAddress::getHostAddress).toArray(String[]::new));
         return p;
     }

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# linux-peers.sh - run Linux's own SMB Direct peers (ksmbd server, cifs client) inside the
+# run-in-vm.sh guest, as references for the project's tests.
+#
+# Usage (in the guest, as root; call it or source it and call linux_peers SUBCOMMAND ...):
+#   linux-peers.sh load                       modprobe the stock dependencies, insmod ksmbd.ko and
+#                                             cifs.ko from $RDMA_VM_PEERS (build-linux-peers.sh)
+#   linux-peers.sh ksmbd-start SHAREDIR [USER PASS]
+#                                             write a config and user database under
+#                                             $LINUX_PEERS_STATE (/tmp/linux-peers; /etc is
+#                                             read-only), one share "share" = SHAREDIR writable by
+#                                             USER (default smbtest / smbtest-pass), start
+#                                             ksmbd.mountd; prints "ksmbd: rdma port N"
+#   linux-peers.sh ksmbd-port                 the port ksmbd's SMB Direct listener uses: 5445 when
+#                                             an iWARP device exists when ksmbd starts, else 445
+#   linux-peers.sh ksmbd-debug on|off [COMP]  toggle ksmbd debug output into dmesg (COMP: all,
+#                                             smb, auth, vfs, oplock, ipc, conn, rdma; default all)
+#   linux-peers.sh ksmbd-stop                 stop ksmbd.mountd and the kernel server
+#   linux-peers.sh cifs-mount //IP/share MOUNTPOINT [EXTRA,OPTIONS]
+#                                             mount with rdma,nodfs,vers=3.0 and the user of
+#                                             ksmbd-start (LINUX_PEERS_USER/_PASS override)
+#   linux-peers.sh cifs-umount MOUNTPOINT
+#   linux-peers.sh cifs-debugdata             print /proc/fs/cifs/DebugData (SMB Direct parameters
+#                                             of mounted RDMA sessions)
+#   linux-peers.sh dmesg-mark                 remember where the kernel log is now: dmesg-check
+#                                             looks only at what follows
+#   linux-peers.sh dmesg-check                print the kernel's ksmbd/cifs/SMB Direct lines since
+#                                             the mark; exit 1 if one of them reports an SMB Direct
+#                                             error or the kernel warned or oopsed
+#
+# Environment: RDMA_VM_PEERS (module directory), RDMA_VM_IP, LINUX_PEERS_STATE,
+# LINUX_PEERS_USER, LINUX_PEERS_PASS, LINUX_PEERS_TCP_PORT (ksmbd's TCP port, default 445).
+#
+# Facts (Linux 6.1, ksmbd-tools 3.4.7): ksmbd's RDMA port is not configurable: 445 on IB/RoCE,
+# 5445 as soon as an iWARP device was present when ksmbd's RDMA transport started (ksmbd.mountd
+# starting the server). The cifs client with "rdma" and no port= tries 5445, then 445.
+# ksmbd-tools adds the IPC$ share by itself; USER must also be a Unix user of the guest (ksmbd
+# maps the session to its uid/gid), so ksmbd-start maps SMB users onto "root" with
+# "force user = root" and the share stays writable.
+
+LINUX_PEERS_STATE=${LINUX_PEERS_STATE:-/tmp/linux-peers}
+LINUX_PEERS_USER=${LINUX_PEERS_USER:-smbtest}
+LINUX_PEERS_PASS=${LINUX_PEERS_PASS:-smbtest-pass}
+
+lp_log() { echo "linux-peers: $*" >&2; }
+
+lp_load() {
+  local m deps
+  [ -n "${RDMA_VM_PEERS:-}" ] && [ -f "$RDMA_VM_PEERS/ksmbd.ko" ] \
+    || { lp_log "RDMA_VM_PEERS (${RDMA_VM_PEERS:-unset}) holds no ksmbd.ko; run build-linux-peers.sh"; return 3; }
+  for m in ksmbd cifs; do
+    grep -q "^$m " /proc/modules && continue
+    deps=$(modinfo -F depends "$RDMA_VM_PEERS/$m.ko" | tr , ' ')
+    # iw_cm and rdma_ucm are not hard dependencies but make iWARP and user-space rdma_cm work
+    modprobe -a $deps iw_cm rdma_ucm || { lp_log "modprobe $deps failed"; return 1; }
+    insmod "$RDMA_VM_PEERS/$m.ko" || { lp_log "insmod $m.ko failed"; return 1; }
+  done
+  lp_log "loaded ksmbd.ko and cifs.ko from $RDMA_VM_PEERS"
+}
+
+lp_ksmbd_port() {
+  if rdma link show 2>/dev/null | grep -q . && ls /sys/class/infiniband 2>/dev/null | grep -q . ; then
+    local d
+    for d in /sys/class/infiniband/*; do
+      # node_type: "1: CA" for IB/RoCE, "4: RNIC" for iWARP
+      case $(cat "$d/node_type" 2>/dev/null) in 4:*|*RNIC*) echo 5445; return 0;; esac
+    done
+  fi
+  echo 445
+}
+
+lp_ksmbd_start() {
+  local dir=${1:?usage: ksmbd-start SHAREDIR [USER PASS]}
+  local user=${2:-$LINUX_PEERS_USER} pass=${3:-$LINUX_PEERS_PASS}
+  local conf=$LINUX_PEERS_STATE/ksmbd.conf db=$LINUX_PEERS_STATE/ksmbdpwd.db
+  grep -q '^ksmbd ' /proc/modules || lp_load || return
+  mkdir -p "$LINUX_PEERS_STATE" "$dir"
+  cat > "$conf" <<CONF
+[global]
+	netbios name = RDMA-VM
+	workgroup = WORKGROUP
+	tcp port = ${LINUX_PEERS_TCP_PORT:-445}
+	server min protocol = SMB2_10
+	server signing = auto
+	map to guest = never
+	restrict anonymous = 0
+	server multi channel support = no
+[share]
+	path = $dir
+	read only = no
+	browseable = yes
+	valid users = $user
+	force user = root
+	force group = root
+	create mask = 0666
+	directory mask = 0777
+CONF
+  rm -f "$db"
+  ksmbd.adduser -c "$conf" -i "$db" -a "$user" -p "$pass" >/dev/null \
+    || { lp_log "ksmbd.adduser failed"; return 1; }
+  ksmbd.mountd -c "$conf" -u "$db" || { lp_log "ksmbd.mountd failed"; return 1; }
+  echo "$user" > "$LINUX_PEERS_STATE/user"; echo "$pass" > "$LINUX_PEERS_STATE/pass"
+  # the server is up once the kernel listens on the TCP port
+  local i
+  for i in $(seq 1 50); do
+    ss -ltn 2>/dev/null | grep -q ":${LINUX_PEERS_TCP_PORT:-445} " && break
+    sleep 0.2
+  done
+  echo "ksmbd: share //${RDMA_VM_IP:-10.99.0.1}/share = $dir, user $user, rdma port $(lp_ksmbd_port), tcp port ${LINUX_PEERS_TCP_PORT:-445}"
+}
+
+lp_ksmbd_debug() {
+  local want=${1:-on} comp=${2:-all} state
+  state=$(cat /sys/class/ksmbd-control/debug 2>/dev/null)
+  # ksmbd.control -d toggles; the sysfs file shows enabled components in brackets
+  case "$want:$state" in
+    on:*"[$comp]"*|off:*) ;;
+  esac
+  if [ "$want" = on ]; then
+    case $state in *"[$comp]"*) ;; *) ksmbd.control -d "$comp" >/dev/null;; esac
+  else
+    case $state in *"[$comp]"*) ksmbd.control -d "$comp" >/dev/null;; esac
+  fi
+  cat /sys/class/ksmbd-control/debug 2>/dev/null
+}
+
+lp_ksmbd_stop() {
+  ksmbd.control -s >/dev/null 2>&1
+  local i
+  for i in $(seq 1 25); do pgrep -x ksmbd.mountd >/dev/null || break; sleep 0.2; done
+  lp_log "ksmbd stopped"
+}
+
+lp_cifs_mount() {
+  local unc=${1:?usage: cifs-mount //IP/share MOUNTPOINT [options]} mnt=${2:?mount point}
+  local extra=${3:-}
+  local user pass
+  user=${LINUX_PEERS_USER_OVERRIDE:-$(cat "$LINUX_PEERS_STATE/user" 2>/dev/null || echo "$LINUX_PEERS_USER")}
+  pass=${LINUX_PEERS_PASS_OVERRIDE:-$(cat "$LINUX_PEERS_STATE/pass" 2>/dev/null || echo "$LINUX_PEERS_PASS")}
+  grep -q '^cifs ' /proc/modules || lp_load || return
+  mkdir -p "$mnt"
+  mount -t cifs "$unc" "$mnt" \
+    -o "rdma,nodfs,vers=3.0,username=$user,password=$pass,noperm${extra:+,$extra}"
+}
+
+lp_cifs_umount() { umount "${1:?usage: cifs-umount MOUNTPOINT}"; }
+
+lp_cifs_debugdata() { cat /proc/fs/cifs/DebugData; }
+
+# the kernel log since the last dmesg-mark (all of it without a mark)
+lp_dmesg_since_mark() {
+  local mark
+  mark=$(cat "$LINUX_PEERS_STATE/dmesg-mark" 2>/dev/null || echo 0)
+  dmesg | tail -n +$((mark + 1))
+}
+
+lp_dmesg_mark() {
+  mkdir -p "$LINUX_PEERS_STATE"
+  dmesg | wc -l > "$LINUX_PEERS_STATE/dmesg-mark"
+}
+
+lp_dmesg_check() {
+  local lines log
+  log=$(lp_dmesg_since_mark)
+  lines=$(echo "$log" | grep -E -i 'ksmbd|cifs|smbd|smb_direct|smbdirect|siw|rxe' )
+  [ -n "$lines" ] && echo "$lines"
+  # errors of the SMB Direct code of either side (not the chatter of debug output). Expected and
+  # not an error: on IB/RoCE, cifs without port= tries 5445 first ("rdma_connect failed
+  # port=5445"), then 445, where ksmbd listens.
+  local rc=0
+  if echo "$lines" | grep -E -i 'smb_?direct|smbd_|rdma' \
+       | grep -E -i 'error|fail|disconnect.*(err|-[0-9])|cannot|invalid|timed? ?out|refused|reject' \
+       | grep -v -E 'ksmbd: (smb_direct|rdma).*negotiate' \
+       | grep -v -E 'rdma_connect failed port=5445' ; then
+    echo "linux-peers: dmesg shows SMB Direct errors (lines above)" >&2
+    rc=1
+  fi
+  # A kernel oops or warning in any module fails the check too, but one: cifs's smbd_destroy
+  # warns "failed to drain recv queue: -12" (WARNING in __ib_drain_rq) on rxe at unmount, with
+  # Linux on both sides as well (the control test): cifs sizes its receive queue to exactly its
+  # receive credits, so the drain's extra receive finds the queue full. Not ours to fix; reported.
+  if echo "$log" | grep -q 'WARNING: CPU: .* __ib_drain_rq'; then
+    echo "linux-peers: known kernel warning (cifs smbd_destroy: failed to drain recv queue), ignored" >&2
+  fi
+  if echo "$log" | grep -E 'BUG: |Oops: |WARNING: CPU: |general protection fault' | grep -v '__ib_drain_rq' ; then
+    echo "linux-peers: dmesg shows a kernel oops or warning (lines above)" >&2
+    rc=1
+  fi
+  return $rc
+}
+
+linux_peers() {
+  local cmd=${1:-}; shift || true
+  case $cmd in
+    load) lp_load "$@";;
+    ksmbd-start) lp_ksmbd_start "$@";;
+    ksmbd-port) lp_ksmbd_port;;
+    ksmbd-debug) lp_ksmbd_debug "$@";;
+    ksmbd-stop) lp_ksmbd_stop;;
+    cifs-mount) lp_cifs_mount "$@";;
+    cifs-umount) lp_cifs_umount "$@";;
+    cifs-debugdata) lp_cifs_debugdata;;
+    dmesg-mark) lp_dmesg_mark;;
+    dmesg-check) lp_dmesg_check;;
+    *) sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; return 2;;
+  esac
+}
+
+# Called rather than sourced: run the subcommand.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  linux_peers "$@"
+fi
