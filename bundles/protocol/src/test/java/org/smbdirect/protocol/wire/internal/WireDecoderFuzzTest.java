@@ -131,7 +131,8 @@ class WireDecoderFuzzTest {
 
     private static void irdOrd(byte[] b) {
         IrdOrdHeader h = IrdOrdHeader.fromPrivateData(b);
-        if (b.length < IrdOrdHeader.SIZE) {
+        // MS-SMBD 6.2: fewer than 8 bytes, or 8 zero bytes (the connection manager's padding), are no header
+        if (b.length < IrdOrdHeader.SIZE || Arrays.equals(new byte[IrdOrdHeader.SIZE], Arrays.copyOf(b, IrdOrdHeader.SIZE))) {
             assertEquals(null, h);
             return;
         }
