@@ -56,7 +56,10 @@ import org.smbdirect.transport.TransportStatistics;
  * than Gogo's coercion message; no command lets an exception (and its stack trace) reach the
  * shell.
  */
-@Component(service = SmbDirectCommands.class, property = {
+// Immediate: the component holds the shell's listeners and connections between commands, so it
+// lives while its references do, not only while Gogo happens to hold the service (the main thread
+// that used to hold it exists only in the distribution since MainEnabler).
+@Component(service = SmbDirectCommands.class, immediate = true, property = {
     "osgi.command.scope=smbdirect",
     "osgi.command.function=providers",
     "osgi.command.function=provider",
