@@ -113,50 +113,47 @@ tar -xJf "$TARBALL" -C "$TMP" --wildcards \
   "$top/scripts/asn1_compiler.c" "$top/include/linux/asn1*.h"
 SRC=$TMP/$top
 
-# 1b. One fix to ksmbd so that it works with Debian's own ksmbd-tools (3.4.7). The 6.1 stable kernel
-#     validates ksmbd.mountd's share configuration answer against its payload_sz field
-#     (ipc_validate_msg), which ksmbd-tools before 3.5 leaves at 0 while it sends the share's path
-#     (NUL-terminated) after the fixed part; the answer is then rejected and every tree connect,
-#     IPC$ included, fails with BAD_NETWORK_NAME. Where payload_sz is 0, take it from the answer's
-#     size, which is what the kernel relied on before the check was added.
-IPC=$SRC/fs/smb/server/transport_ipc.c
-ANCHOR='if (entry->msg_sz < sizeof(struct ksmbd_share_config_response))'
-[ "$(grep -cF "$ANCHOR" "$IPC")" = 1 ] \
-  || { log "ksmbd's ipc_validate_msg is not what this recipe patches; see $IPC"; exit 1; }
-sed -i "/$(printf '%s' "$ANCHOR" | sed 's/[][\\/.*^$]/\\&/g')/{n;a\\
-\\t\\tif (!resp->payload_sz) /* ksmbd-tools < 3.5 (smbdirect build-linux-peers.sh) */\\
-\\t\\t\\tresp->payload_sz = entry->msg_sz - sizeof(struct ksmbd_share_config_response);
-}" "$IPC"
-grep -q 'ksmbd-tools < 3.5' "$IPC" || { log "patching $IPC failed"; exit 1; }
+# 1b-1d. Three fixes to Debian's 6.1.192 ksmbd, without which no client gets far. Each finds its
+#     anchor (a piece of a line) on exactly COUNT lines, else the source is not what this recipe
+#     knows and the build stops; MODE "after-next" inserts TEXT after the line that follows each
+#     anchor, "replace" puts TEXT in place of each anchor line. awk expands \t and \n in TEXT.
+MARK='smbdirect build-linux-peers.sh'
+patch_source() { # file, anchor, count, mode, text
+  local file=$1 anchor=$2 count=$3 mode=$4 text=$5 found
+  found=$(grep -cF -- "$anchor" "$file" || true)
+  [ "$found" = "$count" ] \
+    || { log "$file has $found lines with '$anchor', not $count: not what this recipe patches"; exit 1; }
+  awk -v a="$anchor" -v m="$mode" -v t="$text" '
+    pending { print; print t; pending = 0; next }
+    index($0, a) { if (m == "replace") { print t; next } pending = 1 }
+    { print }' "$file" > "$file.patched" && mv "$file.patched" "$file"
+  [ "$(grep -cF -- "$MARK" "$file")" = "$count" ] || { log "patching $file failed"; exit 1; }
+}
+KSMBD=$SRC/fs/smb/server
 
-# 1c. A second fix: Debian's 6.1.192 ksmbd calls opinfo_put(opinfo) at the end of smb2_open also
-#     when no oplock or lease was granted (opinfo NULL); opinfo_put dereferences it and the kernel
-#     oopses in the first CREATE (measured: NULL pointer dereference at opinfo_put+0x5 from
-#     smb2_open, then the mount hangs). Later kernels return early on NULL: do the same.
-OPL=$SRC/fs/smb/server/oplock.c
-ANCHOR2='void opinfo_put(struct oplock_info *opinfo)'
-[ "$(grep -cxF "$ANCHOR2" "$OPL")" = 1 ] \
-  || { log "ksmbd's opinfo_put is not what this recipe patches; see $OPL"; exit 1; }
-if ! grep -A2 -xF "$ANCHOR2" "$OPL" | grep -q 'if (!opinfo)'; then
-  sed -i "/^$(printf '%s' "$ANCHOR2" | sed 's/[][\\/.*^$]/\\&/g')\$/{n;a\\
-\\tif (!opinfo) /* NULL when smb2_open granted no oplock (smbdirect build-linux-peers.sh) */\\
-\\t\\treturn;
-}" "$OPL"
-  grep -q 'smb2_open granted no oplock' "$OPL" || { log "patching $OPL failed"; exit 1; }
-fi
+# 1b. Debian's ksmbd-tools (3.4.7) leaves payload_sz of its share configuration answer at 0 while
+#     it sends the share's path (NUL-terminated) after the fixed part; the kernel's
+#     ipc_validate_msg then rejects the answer and every tree connect, IPC$ included, fails with
+#     BAD_NETWORK_NAME. Where payload_sz is 0, take it from the answer's size, which is what the
+#     kernel relied on before the check was added.
+patch_source "$KSMBD/transport_ipc.c" 'if (entry->msg_sz < sizeof(struct ksmbd_share_config_response))' 1 \
+  after-next "\t\tif (!resp->payload_sz) /* ksmbd-tools < 3.5 ($MARK) */\n\t\t\tresp->payload_sz = entry->msg_sz - sizeof(struct ksmbd_share_config_response);"
 
-# 1d. A third fix: ksmbd signs a READ response over the response and the data that follows it,
-#     assuming the data is there; for a READ through the RDMA channel (MS-SMB2 2.2.19,
-#     SMB2_CHANNEL_RDMA_V1*) the data went by RDMA Write and DataLength is 0, so the signature
-#     is computed over the RFC 1001 length and the response instead, and a client that verifies
-#     signatures rejects every such response (measured: smbj dropped each one, signed with flags
-#     0x9, as an invalid signature). Sign the data only when there is some.
-PDU=$SRC/fs/smb/server/smb2pdu.c
-ANCHOR3='	if (hdr->Command == SMB2_READ) {'
-[ "$(grep -cxF "$ANCHOR3" "$PDU")" = 2 ] \
-  || { log "ksmbd's smb2_set_sign_rsp/smb3_set_sign_rsp are not what this recipe patches; see $PDU"; exit 1; }
-sed -i 's/^\tif (hdr->Command == SMB2_READ) {$/\tif (hdr->Command == SMB2_READ \&\& ((struct smb2_read_rsp *)hdr)->DataLength) { \/* smbdirect build-linux-peers.sh *\//' "$PDU"
-[ "$(grep -c 'DataLength) { /\* smbdirect build-linux-peers.sh' "$PDU")" = 2 ] || { log "patching $PDU failed"; exit 1; }
+# 1c. smb2_open calls opinfo_put(opinfo) also when no oplock or lease was granted (opinfo NULL);
+#     opinfo_put dereferences it and the kernel oopses in the first CREATE (measured: NULL pointer
+#     dereference at opinfo_put+0x5 from smb2_open, then the mount hangs). Later kernels return
+#     early on NULL: do the same.
+patch_source "$KSMBD/oplock.c" 'void opinfo_put(struct oplock_info *opinfo)' 1 \
+  after-next "\tif (!opinfo) /* NULL when smb2_open granted no oplock ($MARK) */\n\t\treturn;"
+
+# 1d. ksmbd signs a READ response over the response and the data that follows it, assuming the
+#     data is there; for a READ through the RDMA channel (MS-SMB2 2.2.19, SMB2_CHANNEL_RDMA_V1*)
+#     the data went by RDMA Write and DataLength is 0, so the signature is computed over the RFC
+#     1001 length and the response instead, and a client that verifies signatures rejects every
+#     such response (measured: smbj dropped each one, signed with flags 0x9, as an invalid
+#     signature). Sign the data only when there is some (smb2_set_sign_rsp, smb3_set_sign_rsp).
+patch_source "$KSMBD/smb2pdu.c" 'if (hdr->Command == SMB2_READ) {' 2 \
+  replace "\tif (hdr->Command == SMB2_READ && ((struct smb2_read_rsp *)hdr)->DataLength) { /* $MARK */"
 
 # 2. The headers package has no scripts/asn1_compiler: build it and generate the ASN.1 parsers of
 #    ksmbd and cifs here, so that kbuild finds them up to date (its pattern rule for them needs the

@@ -153,7 +153,7 @@ class LinuxPeersGuestIT {
         env.put("PEERS_SCRIPT", root.resolve("tools/rdma-vm/linux-peers.sh").toString());
         env.put("TRANSPORT", transport);
         env.put("JVM_EXTRA", System.getProperty("interop.jvmOpts", ""));
-        env.put("SELECT", System.getProperty("interop.select", "--select-package=org.smbdirect.interop.guest"));
+        env.put("SELECT", System.getProperty("interop.select", "")); // interop-suite.sh: the whole package
         StringBuilder sb = new StringBuilder();
         env.forEach((k, v) -> sb.append(k).append("='").append(v.replace("'", "'\\''")).append("'\n"));
         Files.writeString(dir.resolve("guest.env"), sb.toString());

@@ -121,19 +121,43 @@ final class Smb2RdmaChannel {
         reg.deregister();
     }
 
-    /** MS-SMB2 2.2.21 with Channel RDMA: Length 0, DataOffset 0, RemainingBytes the length to read from us. */
-    private final class RdmaWriteRequest extends SMB2MultiCreditPacket {
-        private final SMB2FileId fileId;
-        private final long offset;
-        private final int length;
+    /** A READ or WRITE request whose data moves by RDMA: what both carry besides their fixed fields. */
+    private abstract class ChannelRequest extends SMB2MultiCreditPacket {
+        final SMB2FileId fileId;
+        final long offset;
+        final int length;
         private final List<BufferDescriptorV1> descriptors;
 
-        RdmaWriteRequest(SMB2FileId fileId, long offset, int length, List<BufferDescriptorV1> descriptors) {
-            super(49, dialect, SMB2MessageCommandCode.SMB2_WRITE, session.getSessionId(), treeId, length);
+        ChannelRequest(SMB2MessageCommandCode command, SMB2FileId fileId, long offset, int length,
+                List<BufferDescriptorV1> descriptors) {
+            // the credit charge covers the data that moves by RDMA (MS-SMB2 3.1.5.2)
+            super(49, dialect, command, session.getSessionId(), treeId, length);
             this.fileId = fileId;
             this.offset = offset;
             this.length = length;
             this.descriptors = descriptors;
+        }
+
+        /** Channel, the request's remaining-bytes field, and the offset and length of the channel information. */
+        void putChannel(SMBBuffer buffer, int remainingBytes) {
+            buffer.putUInt32(channel());
+            buffer.putUInt32(remainingBytes);
+            buffer.putUInt16(CHANNEL_INFO_OFFSET);
+            buffer.putUInt16(BufferDescriptorV1.SIZE * descriptors.size());
+        }
+
+        /** The Buffer Descriptor V1 list (MS-SMBD 2.2.3.1), as the engine encodes it. */
+        void putDescriptors(SMBBuffer buffer) {
+            ByteBuffer encoded = BufferDescriptorV1.encodeAll(descriptors,
+                    ByteBuffer.allocate(BufferDescriptorV1.SIZE * descriptors.size()));
+            buffer.putRawBytes(encoded.array());
+        }
+    }
+
+    /** MS-SMB2 2.2.21 with Channel RDMA: Length 0, DataOffset 0, RemainingBytes the length to read from us. */
+    private final class RdmaWriteRequest extends ChannelRequest {
+        RdmaWriteRequest(SMB2FileId fileId, long offset, int length, List<BufferDescriptorV1> descriptors) {
+            super(SMB2MessageCommandCode.SMB2_WRITE, fileId, offset, length, descriptors);
         }
 
         @Override
@@ -143,28 +167,16 @@ final class Smb2RdmaChannel {
             buffer.putUInt32(0); // Length: no inline data
             buffer.putUInt64(offset);
             fileId.write(buffer);
-            buffer.putUInt32(channel());
-            buffer.putUInt32(length); // RemainingBytes: what the server reads by RDMA
-            buffer.putUInt16(CHANNEL_INFO_OFFSET);
-            buffer.putUInt16(BufferDescriptorV1.SIZE * descriptors.size());
+            putChannel(buffer, length); // RemainingBytes: what the server reads by RDMA
             buffer.putUInt32(0); // Flags
-            putDescriptors(buffer, descriptors);
+            putDescriptors(buffer);
         }
     }
 
     /** MS-SMB2 2.2.19 with Channel RDMA: the server RDMA-writes up to Length bytes into our buffer. */
-    private final class RdmaReadRequest extends SMB2MultiCreditPacket {
-        private final SMB2FileId fileId;
-        private final long offset;
-        private final int length;
-        private final List<BufferDescriptorV1> descriptors;
-
+    private final class RdmaReadRequest extends ChannelRequest {
         RdmaReadRequest(SMB2FileId fileId, long offset, int length, List<BufferDescriptorV1> descriptors) {
-            super(49, dialect, SMB2MessageCommandCode.SMB2_READ, session.getSessionId(), treeId, length);
-            this.fileId = fileId;
-            this.offset = offset;
-            this.length = length;
-            this.descriptors = descriptors;
+            super(SMB2MessageCommandCode.SMB2_READ, fileId, offset, length, descriptors);
         }
 
         @Override
@@ -176,20 +188,8 @@ final class Smb2RdmaChannel {
             buffer.putUInt64(offset);
             fileId.write(buffer);
             buffer.putUInt32(length); // MinimumCount: all of it (the file is long enough)
-            buffer.putUInt32(channel());
-            buffer.putUInt32(0); // RemainingBytes
-            buffer.putUInt16(CHANNEL_INFO_OFFSET);
-            buffer.putUInt16(BufferDescriptorV1.SIZE * descriptors.size());
-            putDescriptors(buffer, descriptors);
-        }
-    }
-
-    /** MS-SMBD 2.2.3.1, little-endian, one after the other. */
-    private static void putDescriptors(SMBBuffer buffer, List<BufferDescriptorV1> descriptors) {
-        for (BufferDescriptorV1 d : descriptors) {
-            buffer.putUInt64(d.offset());
-            buffer.putUInt32(Integer.toUnsignedLong(d.token()));
-            buffer.putUInt32(Integer.toUnsignedLong(d.length()));
+            putChannel(buffer, 0); // RemainingBytes 0
+            putDescriptors(buffer);
         }
     }
 }

@@ -5,7 +5,6 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.OptionalInt;
-import java.util.concurrent.atomic.AtomicLong;
 
 import org.smbdirect.transport.ConnectionHandler;
 import org.smbdirect.transport.ConnectionLoss;
@@ -36,7 +35,6 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
 
     private final SmbDirect engine;
     private final PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers;
-    private final AtomicLong received = new AtomicLong();
     private volatile SmbDirectConnection connection;
     private volatile boolean closing;
 
@@ -106,7 +104,6 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
         byte[] bytes = new byte[message.remaining()];
         message.get(bytes);
-        received.incrementAndGet();
         if (Boolean.getBoolean("interop.trace")) {
             ByteBuffer h = ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
             System.out.println("smbj <- " + bytes.length + " bytes" + (bytes.length >= 64 ? ", command " + h.getShort(12)

@@ -311,8 +311,8 @@ final class VerbsEndpoint implements Endpoint {
                 throw new NativeException("rdma_accept", 22, "the endpoint was released");
             }
             // MS-SMBD 3.1.4.2 relies on retries while the peer reposts receives; Linux and Windows
-            // peers expect them (EndpointOptions.rnrRetryCount, 7 = retry indefinitely).
-            VerbsNative.accept(cmId, privateData, ird, ord, rnrRetry(options.rnrRetryCount()));
+            // peers expect them (EndpointOptions.rnrRetryCount, 0 to 7, 7 = retry indefinitely).
+            VerbsNative.accept(cmId, privateData, ird, ord, options.rnrRetryCount());
         } catch (NativeException e) {
             provider.cmLoop.execute(() -> attemptFailed(e.status(), "accepting failed: " + e.getMessage()));
         } finally {
@@ -521,7 +521,7 @@ final class VerbsEndpoint implements Endpoint {
             if (!idReleased) {
                 // rnr_retry_count as configured: with 0 a send without a posted receive fails at once
                 // (RECEIVER_NOT_READY); 7 means retry indefinitely.
-                VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, rnrRetry(options.rnrRetryCount()));
+                VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, options.rnrRetryCount());
             }
         } catch (NativeException e) {
             attemptFailed(e.status(), "rdma_connect failed: " + e.getMessage());
@@ -1682,10 +1682,5 @@ final class VerbsEndpoint implements Endpoint {
     public String toString() {
         return "VerbsEndpoint[" + provider.name() + " #" + id + ", " + state + ", " + localAddress + " -> "
                 + remoteAddress + "]";
-    }
-
-    /** rdma_cm's rnr_retry_count is 3 bits: 0 to 7, where 7 means "retry indefinitely". */
-    static int rnrRetry(int configured) {
-        return Math.max(0, Math.min(7, configured));
     }
 }

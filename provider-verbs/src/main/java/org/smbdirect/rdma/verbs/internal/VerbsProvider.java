@@ -176,7 +176,7 @@ public final class VerbsProvider implements RdmaProvider {
                     .maxQueueDepth((int) Math.max(1, Math.min(queueDepth, Integer.MAX_VALUE)))
                     .maxCompletionQueueDepth(Math.max(1, maxCqe))
                     .maxPrivateData(iwarp ? IWARP_PRIVATE_DATA : IB_PRIVATE_DATA)
-                    // decides the private data rules, the IRD/ORD perspective and the default port
+                    // decides where private data is the section 6 IRD/ORD header (iWARP) and the default port
                     .transportType(transport)
                     .build();
             this.channel = ch;
