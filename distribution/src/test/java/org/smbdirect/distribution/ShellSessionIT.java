@@ -31,7 +31,7 @@ class ShellSessionIT {
             "listen",
             "listen --bulk :5446",
             "echo '=== connect'",
-            "connect :5445",
+            "connect :445",
             "send 3 hello from the initiator",
             "send 4 hello back",
             "send 3 --size 100k",
@@ -140,9 +140,9 @@ class ShellSessionIT {
 
     @Test
     void listen_connect_send_connections() {
-        matches("listen", "listener 1 on /10[.\\d]+:5445 \\(sim/\\S+, messages\\)");
+        matches("listen", "listener 1 on /10[.\\d]+:445 \\(sim/\\S+, messages\\)");
         matches("listen", "listener 2 on /10[.\\d]+:5446 \\(sim/\\S+, bulk\\)");
-        matches("connect", "connection 3: /10[.\\d]+:\\d+ -> /10[.\\d]+:5445 \\(sim/\\S+, messages\\)");
+        matches("connect", "connection 3: /10[.\\d]+:\\d+ -> /10[.\\d]+:445 \\(sim/\\S+, messages\\)");
         contains("connect", "negotiated: MaxSendSize 1364", "MaxFragmentedSendSize 1048576",
                 "sent 24 bytes on connection 3", "sent 10 bytes on connection 4", "sent 102400 bytes on connection 3");
         assertTrue(run.out.contains("[4] received 24 bytes: \"hello from the initiator\""), run.out);

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,7 +16,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.regex.Pattern;
 
 import org.apache.felix.service.command.CommandSession;
 import org.apache.felix.service.command.Descriptor;
@@ -74,9 +72,7 @@ import org.smbdirect.transport.TransportStatistics;
     "osgi.command.function=capture",
     "osgi.command.function=demo"})
 public final class SmbDirectCommands {
-    static final int DEFAULT_PORT = 5445;
     static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
-    private static final Pattern IPV4 = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}");
 
     static final String USAGE_PROVIDERS = "providers\n"
             + "  Lists the RDMA providers (OSGi services) with their capabilities; * marks the one new\n"
@@ -102,11 +98,16 @@ public final class SmbDirectCommands {
     static final String USAGE_LISTEN = "listen [--bulk] [ADDRESS][:PORT]\n"
             + "  Listens for SMB Direct peers; what arrives is printed and counted (see connections).\n"
             + "  --bulk        speak the bulk-transfer session protocol (receive transfers)\n"
-            + "  ADDRESS       an IPv4 address of the provider (default: the provider's first)\n"
-            + "  PORT          default " + DEFAULT_PORT + "; 0 picks one";
+            + "  ADDRESS       an address of the provider: A.B.C.D, or [IPV6] before :PORT\n"
+            + "                (default: the provider's first)\n"
+            + "  PORT          default: SMB Direct's port on the provider's transport, 445 on\n"
+            + "                InfiniBand and RoCE, 5445 on iWARP; 0 picks one";
     static final String USAGE_CONNECT = "connect [--bulk] [--timeout SECONDS] [ADDRESS][:PORT]\n"
             + "  Connects to a listening peer and negotiates; prints the negotiated parameters.\n"
             + "  --bulk        open a bulk-transfer session (the peer listens with --bulk)\n"
+            + "  ADDRESS       the peer: A.B.C.D, HOST, IPV6, or [IPV6] before :PORT\n"
+            + "  PORT          default: SMB Direct's port on the provider's transport (445 on\n"
+            + "                InfiniBand and RoCE, 5445 on iWARP)\n"
             + "  :PORT         the current provider's own address (a loopback connection)";
     static final String USAGE_SEND = "send ID TEXT...\n"
             + "send ID --size SIZE\n"
@@ -1067,42 +1068,19 @@ public final class SmbDirectCommands {
     }
 
     /**
-     * {@code A.B.C.D:PORT}, {@code A.B.C.D}, {@code :PORT}; an absent address is the current
-     * provider's own (a loopback connection, or where to listen), an absent port
-     * {@value #DEFAULT_PORT}.
+     * The socket address an argument names ({@link PeerAddress}): an absent host is the current
+     * provider's own address (a loopback connection, or where to listen), an absent port the one
+     * SMB Direct uses on the provider's transport type (445 on InfiniBand and RoCE, 5445 on iWARP).
      */
     private InetSocketAddress address(String text, boolean listening) throws UsageException {
-        String host = text == null ? "" : text;
-        int port = DEFAULT_PORT;
-        int colon = host.lastIndexOf(':');
-        if (colon >= 0) {
-            port = Units.parseInt("port", host.substring(colon + 1), listening ? 0 : 1, 65535);
-            host = host.substring(0, colon);
+        PeerAddress a = PeerAddress.parse(text, listening ? 0 : 1);
+        SmbDirect t = transport();
+        if (a.host == null && !listening && a.port < 0) {
+            throw new UsageException("give the peer's ADDRESS[:PORT], e.g. 10.0.1.2:" + t.defaultPort()
+                    + " or [fd00::2]:" + t.defaultPort() + ", or :PORT for this provider's own address");
         }
-        if (host.isEmpty()) {
-            if (!listening && colon < 0) {
-                throw new UsageException("give the peer's ADDRESS[:PORT], e.g. 10.0.1.2:" + DEFAULT_PORT
-                        + ", or :PORT for this provider's own address");
-            }
-            return new InetSocketAddress(localAddress(transport()), port);
-        }
-        if (!IPV4.matcher(host).matches()) {
-            throw new UsageException("'" + host + "' is not an IPv4 address");
-        }
-        String[] parts = host.split("\\.");
-        byte[] bytes = new byte[4];
-        for (int i = 0; i < 4; i++) {
-            int v = Integer.parseInt(parts[i]);
-            if (v > 255) {
-                throw new UsageException("'" + host + "' is not an IPv4 address");
-            }
-            bytes[i] = (byte) v;
-        }
-        try {
-            return new InetSocketAddress(InetAddress.getByAddress(bytes), port);
-        } catch (UnknownHostException e) {
-            throw new UsageException("'" + host + "' is not an IPv4 address");
-        }
+        InetAddress host = a.host != null ? a.host : localAddress(t);
+        return new InetSocketAddress(host, a.port >= 0 ? a.port : t.defaultPort());
     }
 
     /** The first address of the provider the transport uses. */
