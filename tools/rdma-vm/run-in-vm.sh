@@ -24,6 +24,7 @@
 #                     mounted before RDMA_VM_RW: needed for what lies under /tmp, /run or /var/tmp
 #                     (the guest's tmpfs hides the host's), e.g. a workspace checked out in /tmp
 #   RDMA_VM_IP        address of the dummy interface and the RDMA device (10.99.0.1)
+#   RDMA_VM_IP6       its IPv6 address (fd99::1; /64, no duplicate address detection)
 #   RDMA_VM_TRANSPORT rxe (default: Soft-RoCE, stock module rdma_rxe) or siw (SoftiWARP: siw.ko
 #                     from RDMA_VM_PEERS, which build-linux-peers.sh builds)
 #   RDMA_VM_DEVICE    name of the RDMA device (rxe0 with rxe, siw0 with siw)
@@ -84,6 +85,7 @@ $check_only && { echo "run-in-vm: ready (kernel $KVER, busybox $BUSYBOX, transpo
 [ $# -gt 0 ] || { echo "run-in-vm: no command given" >&2; exit 125; }
 
 IP=${RDMA_VM_IP:-10.99.0.1}
+IP6=${RDMA_VM_IP6:-fd99::1}
 DEV=${RDMA_VM_DEVICE:-${TRANSPORT}0}
 MEM=${RDMA_VM_MEM:-2048}
 CPUS=${RDMA_VM_CPUS:-2}
@@ -160,7 +162,7 @@ echo "$RO" > "$WORK/ctl/ro"
   done
   cat <<GUEST
 export PATH="\$PATH:/usr/sbin:/sbin"
-export RDMA_VM_IP=$IP RDMA_VM_DEVICE=$DEV RDMA_VM_TRANSPORT=$TRANSPORT
+export RDMA_VM_IP=$IP RDMA_VM_IP6=$IP6 RDMA_VM_DEVICE=$DEV RDMA_VM_TRANSPORT=$TRANSPORT
 export RDMA_VM_PEERS=$(printf %q "$PEERS")
 mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs tmpfs /dev/shm
 # what udev would create: bash process substitution needs /dev/fd
@@ -180,8 +182,9 @@ rdma_driver() { # load the kernel driver of the transport
   fi
 }
 if rdma_driver && ip link add rxedummy0 type dummy && ip addr add $IP/24 dev rxedummy0 \
+   && ip -6 addr add $IP6/64 dev rxedummy0 nodad \
    && ip link set rxedummy0 up && rdma link add $DEV type $TRANSPORT netdev rxedummy0; then
-  echo "rdma-vm: $DEV ($TRANSPORT) on $IP"
+  echo "rdma-vm: $DEV ($TRANSPORT) on $IP and $IP6"
 else
   echo "rdma-vm: $TRANSPORT set-up FAILED"
 fi

@@ -18,9 +18,10 @@ void throw_io(JNIEnv *env, const char *message)
     }
 }
 
-void throw_errno(JNIEnv *env, const char *call, int err)
+/* Throws NativeException(call, err, text, posted), or an IOException where that class is missing. */
+static void throw_native(JNIEnv *env, const char *call, int err, const char *detail, int posted)
 {
-    char text[128];
+    char text[192];
     if ((*env)->ExceptionCheck(env)) {
         return;
     }
@@ -30,16 +31,19 @@ void throw_errno(JNIEnv *env, const char *call, int err)
     } else if (strerror_r(err, text, sizeof text) != 0) {
         snprintf(text, sizeof text, "error %d", err);
     }
+    if (detail != NULL) {
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s", detail);
+    }
     /* FindClass from a native method uses the loader of the class that declares it, which is the
      * loader of both our classes and the embedded DiSNI classes. */
     jclass cls = (*env)->FindClass(env, NATIVE_EXCEPTION);
     if (cls != NULL) {
-        jmethodID ctor = (*env)->GetMethodID(env, cls, "<init>", "(Ljava/lang/String;ILjava/lang/String;)V");
+        jmethodID ctor = (*env)->GetMethodID(env, cls, "<init>", "(Ljava/lang/String;ILjava/lang/String;I)V");
         if (ctor != NULL) {
             jstring jcall = (*env)->NewStringUTF(env, call);
             jstring jtext = (*env)->NewStringUTF(env, text);
             if (jcall != NULL && jtext != NULL) {
-                jobject ex = (*env)->NewObject(env, cls, ctor, jcall, (jint)err, jtext);
+                jobject ex = (*env)->NewObject(env, cls, ctor, jcall, (jint)err, jtext, (jint)posted);
                 if (ex != NULL) {
                     (*env)->Throw(env, (jthrowable)ex);
                     return;
@@ -48,9 +52,25 @@ void throw_errno(JNIEnv *env, const char *call, int err)
         }
     }
     (*env)->ExceptionClear(env);
-    char message[256];
+    char message[320];
     snprintf(message, sizeof message, "%s failed: %s (errno %d)", call, text, err);
     throw_io(env, message);
+}
+
+void throw_errno(JNIEnv *env, const char *call, int err)
+{
+    throw_native(env, call, err, NULL, 0);
+}
+
+void throw_post_error(JNIEnv *env, const char *call, int err, int posted, int count)
+{
+    char detail[64];
+    if (count > 1) {
+        snprintf(detail, sizeof detail, "; request %d of %d refused, %d posted", posted + 1, count, posted);
+    } else {
+        detail[0] = 0;
+    }
+    throw_native(env, call, err, detail, posted);
 }
 
 int set_nonblocking(int fd)

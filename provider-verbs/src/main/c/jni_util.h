@@ -19,6 +19,12 @@
  */
 void throw_errno(JNIEnv *env, const char *call, int err);
 
+/*
+ * Throws NativeException(call, err, strerror(err), posted) for a post of 'count' work requests of
+ * which the first 'posted' were posted (they will complete) and the rest were not.
+ */
+void throw_post_error(JNIEnv *env, const char *call, int err, int posted, int count);
+
 /* Throws java.io.IOException with a message. */
 void throw_io(JNIEnv *env, const char *message);
 

@@ -70,17 +70,55 @@ static int from_byte_array(JNIEnv *env, jbyteArray array, unsigned char *buf, in
     return length;
 }
 
-static int to_sockaddr(JNIEnv *env, jbyteArray address, jint port, struct sockaddr_in *sin)
+/* Builds a socket address from Java's form: 4 address bytes (IPv4) or 16 (IPv6, with the scope
+ * identifier of a link-local address). Returns the address length, or 0 with an exception pending. */
+static socklen_t to_sockaddr(JNIEnv *env, jbyteArray address, jint scope_id, jint port, struct sockaddr_storage *ss)
 {
-    memset(sin, 0, sizeof *sin);
-    if (address == NULL || (*env)->GetArrayLength(env, address) != 4) {
-        throw_errno(env, "sockaddr_in (IPv4 address expected)", EINVAL);
-        return -1;
+    memset(ss, 0, sizeof *ss);
+    int length = address == NULL ? -1 : (*env)->GetArrayLength(env, address);
+    if (port < 0 || port > 65535) {
+        throw_errno(env, "socket address (port outside 0..65535)", EINVAL);
+        return 0;
     }
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons((uint16_t)port);
-    (*env)->GetByteArrayRegion(env, address, 0, 4, (jbyte *)&sin->sin_addr);
+    if (length == 4) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons((uint16_t)port);
+        (*env)->GetByteArrayRegion(env, address, 0, 4, (jbyte *)&sin->sin_addr);
+        return sizeof *sin;
+    }
+    if (length == 16) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons((uint16_t)port);
+        sin6->sin6_scope_id = (uint32_t)scope_id;
+        (*env)->GetByteArrayRegion(env, address, 0, 16, (jbyte *)&sin6->sin6_addr);
+        return sizeof *sin6;
+    }
+    throw_errno(env, "socket address (4 or 16 address bytes expected)", EINVAL);
     return 0;
+}
+
+/* Java's form of a socket address: address bytes (4 or 16), the port (2 bytes, network order) and,
+ * for IPv6, the scope identifier (4 bytes, network order); NULL for another family. */
+static jbyteArray from_sockaddr(JNIEnv *env, const struct sockaddr *sa)
+{
+    unsigned char bytes[22];
+    if (sa != NULL && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+        memcpy(bytes, &sin->sin_addr, 4);
+        memcpy(bytes + 4, &sin->sin_port, 2);
+        return to_byte_array(env, bytes, 6);
+    }
+    if (sa != NULL && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+        uint32_t scope = htonl(sin6->sin6_scope_id);
+        memcpy(bytes, &sin6->sin6_addr, 16);
+        memcpy(bytes + 16, &sin6->sin6_port, 2);
+        memcpy(bytes + 18, &scope, 4);
+        return to_byte_array(env, bytes, 22);
+    }
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- devices */
@@ -110,6 +148,26 @@ JNIEXPORT jobjectArray FN(deviceNames)(JNIEnv *env, jclass cls)
     return names;
 }
 
+/* Whether rdma_cm can bind to an interface address, and the name of the device it then belongs to
+ * (written to name); 0 when it cannot. */
+static int device_of(const struct sockaddr *address, char *name, size_t size)
+{
+    struct rdma_cm_id *id;
+    if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP)) {
+        return 0;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    memcpy(&ss, address, address->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    ((struct sockaddr_in *)&ss)->sin_port = 0; /* any port; sin6_port lies at the same offset */
+    int found = rdma_bind_addr(id, (struct sockaddr *)&ss) == 0 && id->verbs != NULL;
+    if (found) {
+        snprintf(name, size, "%s", ibv_get_device_name(id->verbs->device));
+    }
+    rdma_destroy_id(id);
+    return found;
+}
+
 JNIEXPORT jobjectArray FN(addressDevices)(JNIEnv *env, jclass cls)
 {
     (void)cls;
@@ -119,36 +177,39 @@ JNIEXPORT jobjectArray FN(addressDevices)(JNIEnv *env, jclass cls)
         return NULL;
     }
     int capacity = 16, count = 0;
-    char **pairs = malloc(sizeof(char *) * (size_t)capacity * 2);
+    char **pairs = calloc((size_t)capacity * 2, sizeof(char *));
     for (struct ifaddrs *i = interfaces; pairs != NULL && i != NULL; i = i->ifa_next) {
-        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK)
-            || !(i->ifa_flags & IFF_UP)) {
+        if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)
+            || (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) {
             continue;
         }
-        struct rdma_cm_id *id;
-        if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP)) {
+        char device[IBV_SYSFS_NAME_MAX];
+        if (!device_of(i->ifa_addr, device, sizeof device)) {
             continue;
         }
-        struct sockaddr_in sin;
-        memcpy(&sin, i->ifa_addr, sizeof sin);
-        sin.sin_port = 0;
-        if (rdma_bind_addr(id, (struct sockaddr *)&sin) == 0 && id->verbs != NULL) {
-            if (count == capacity) {
-                capacity *= 2;
-                char **grown = realloc(pairs, sizeof(char *) * (size_t)capacity * 2);
-                if (grown == NULL) {
-                    rdma_destroy_id(id);
-                    break;
-                }
-                pairs = grown;
+        if (count == capacity) {
+            char **grown = realloc(pairs, sizeof(char *) * (size_t)capacity * 4);
+            if (grown == NULL) {
+                break;
             }
-            char text[INET_ADDRSTRLEN];
-            inet_ntop(AF_INET, &sin.sin_addr, text, sizeof text);
-            pairs[2 * count] = strdup(text);
-            pairs[2 * count + 1] = strdup(ibv_get_device_name(id->verbs->device));
-            count++;
+            memset(grown + capacity * 2, 0, sizeof(char *) * (size_t)capacity * 2);
+            pairs = grown;
+            capacity *= 2;
         }
-        rdma_destroy_id(id);
+        /* IPv6 as text with its numeric scope ("fe80::1%3"), which InetAddress parses */
+        char text[INET6_ADDRSTRLEN + 16];
+        if (i->ifa_addr->sa_family == AF_INET) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, text, sizeof text);
+        } else {
+            const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)i->ifa_addr;
+            inet_ntop(AF_INET6, &sin6->sin6_addr, text, INET6_ADDRSTRLEN);
+            if (sin6->sin6_scope_id != 0) {
+                snprintf(text + strlen(text), 16, "%%%u", sin6->sin6_scope_id);
+            }
+        }
+        pairs[2 * count] = strdup(text);
+        pairs[2 * count + 1] = strdup(device);
+        count++;
     }
     freeifaddrs(interfaces);
     if (pairs == NULL) {
@@ -307,12 +368,12 @@ JNIEXPORT jlong FN(cmIdContext)(JNIEnv *env, jclass cls, jlong id)
     return JPTR(PTR(struct rdma_cm_id *, id)->verbs);
 }
 
-JNIEXPORT void FN(bindAddr)(JNIEnv *env, jclass cls, jlong id, jbyteArray address, jint port)
+JNIEXPORT void FN(bindAddr)(JNIEnv *env, jclass cls, jlong id, jbyteArray address, jint scope_id, jint port)
 {
     (void)cls;
-    struct sockaddr_in sin;
-    if (to_sockaddr(env, address, port, &sin) == 0
-        && rdma_bind_addr(PTR(struct rdma_cm_id *, id), (struct sockaddr *)&sin)) {
+    struct sockaddr_storage ss;
+    if (to_sockaddr(env, address, scope_id, port, &ss) != 0
+        && rdma_bind_addr(PTR(struct rdma_cm_id *, id), (struct sockaddr *)&ss)) {
         throw_errno(env, "rdma_bind_addr", errno);
     }
 }
@@ -321,15 +382,7 @@ JNIEXPORT jbyteArray FN(address)(JNIEnv *env, jclass cls, jlong id_ptr, jboolean
 {
     (void)cls;
     struct rdma_cm_id *id = PTR(struct rdma_cm_id *, id_ptr);
-    struct sockaddr *sa = remote ? rdma_get_peer_addr(id) : rdma_get_local_addr(id);
-    if (sa == NULL || sa->sa_family != AF_INET) {
-        return NULL;
-    }
-    struct sockaddr_in *sin = (struct sockaddr_in *)sa;
-    unsigned char bytes[6];
-    memcpy(bytes, &sin->sin_addr, 4);
-    memcpy(bytes + 4, &sin->sin_port, 2);
-    return to_byte_array(env, bytes, 6);
+    return from_sockaddr(env, remote ? rdma_get_peer_addr(id) : rdma_get_local_addr(id));
 }
 
 JNIEXPORT void FN(listen)(JNIEnv *env, jclass cls, jlong id, jint backlog)
@@ -340,12 +393,13 @@ JNIEXPORT void FN(listen)(JNIEnv *env, jclass cls, jlong id, jint backlog)
     }
 }
 
-JNIEXPORT void FN(resolveAddr)(JNIEnv *env, jclass cls, jlong id, jbyteArray address, jint port, jint timeout)
+JNIEXPORT void FN(resolveAddr)(JNIEnv *env, jclass cls, jlong id, jbyteArray address, jint scope_id, jint port,
+                               jint timeout)
 {
     (void)cls;
-    struct sockaddr_in sin;
-    if (to_sockaddr(env, address, port, &sin) == 0
-        && rdma_resolve_addr(PTR(struct rdma_cm_id *, id), NULL, (struct sockaddr *)&sin, timeout)) {
+    struct sockaddr_storage ss;
+    if (to_sockaddr(env, address, scope_id, port, &ss) != 0
+        && rdma_resolve_addr(PTR(struct rdma_cm_id *, id), NULL, (struct sockaddr *)&ss, timeout)) {
         throw_errno(env, "rdma_resolve_addr", errno);
     }
 }
@@ -492,6 +546,10 @@ JNIEXPORT jlong FN(createQp)(JNIEnv *env, jclass cls, jlong id_ptr, jlong pd, jl
                              jintArray caps_out)
 {
     (void)cls;
+    if (caps_out == NULL || (*env)->GetArrayLength(env, caps_out) < 5) {
+        throw_errno(env, "rdma_create_qp (capabilities array of 5 expected)", EINVAL);
+        return 0;
+    }
     struct rdma_cm_id *id = PTR(struct rdma_cm_id *, id_ptr);
     struct ibv_qp_init_attr attr;
     memset(&attr, 0, sizeof attr);
@@ -544,17 +602,26 @@ static void read_sges(const unsigned char *p, struct ibv_sge *sges, int count)
     }
 }
 
+/* The most scatter/gather elements one record may name: far above any device's max_sge, low enough
+ * that a corrupt count cannot make the element arrays overflow. */
+#define MAX_RECORD_SGES 4096
+
 JNIEXPORT void FN(postSend)(JNIEnv *env, jclass cls, jlong qp, jlong records, jint count)
 {
     (void)cls;
-    if (count <= 0) {
+    if (count <= 0 || count > 65536) {
+        throw_post_error(env, "ibv_post_send (request count outside 1..65536)", EINVAL, 0, count);
         return;
     }
-    /* First pass: how many elements in all. */
+    /* First pass: the element counts, checked before anything is built or posted. */
     const unsigned char *p = PTR(const unsigned char *, records);
     int total_sges = 0;
     for (int i = 0; i < count; i++) {
         int n = (int)get32(p + WR_NUM_SGE);
+        if (n < 0 || n > MAX_RECORD_SGES) {
+            throw_post_error(env, "ibv_post_send (scatter/gather element count outside 0..4096)", EINVAL, 0, count);
+            return;
+        }
         total_sges += n;
         p += WR_SGE + n * SGE_SIZE;
     }
@@ -571,14 +638,14 @@ JNIEXPORT void FN(postSend)(JNIEnv *env, jclass cls, jlong qp, jlong records, ji
     if (wrs == NULL || sges == NULL) {
         if (wrs != stack_wrs) free(wrs);
         if (sges != stack_sges) free(sges);
-        throw_errno(env, "ibv_post_send (work request memory)", ENOMEM);
+        throw_post_error(env, "ibv_post_send (work request memory)", ENOMEM, 0, count);
         return;
     }
     memset(wrs, 0, sizeof *wrs * (size_t)count);
     p = PTR(const unsigned char *, records);
     struct ibv_sge *next_sge = sges;
     int err = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count && err == 0; i++) {
         struct ibv_send_wr *wr = &wrs[i];
         int n = (int)get32(p + WR_NUM_SGE);
         wr->wr_id = get64(p + WR_ID);
@@ -626,13 +693,18 @@ JNIEXPORT void FN(postSend)(JNIEnv *env, jclass cls, jlong qp, jlong records, ji
         p += WR_SGE + n * SGE_SIZE;
     }
     struct ibv_send_wr *bad = NULL;
+    int posted = 0;
     if (err == 0) {
         err = ibv_post_send(PTR(struct ibv_qp *, qp), wrs, &bad);
+        /* ibv_post_send stops at the first request it refuses: those before it are posted and
+         * will complete, the rest were not. */
+        posted = err == 0 ? count : (bad >= wrs && bad < wrs + count ? (int)(bad - wrs) : 0);
     }
     if (wrs != stack_wrs) free(wrs);
     if (sges != stack_sges) free(sges);
     if (err) {
-        throw_errno(env, "ibv_post_send", err);
+        throw_post_error(env, posted == 0 && bad == NULL ? "ibv_post_send (unknown operation)" : "ibv_post_send", err,
+                         posted, count);
     }
 }
 
@@ -641,6 +713,10 @@ JNIEXPORT void FN(postRecv)(JNIEnv *env, jclass cls, jlong qp, jlong record)
     (void)cls;
     const unsigned char *p = PTR(const unsigned char *, record);
     int n = (int)get32(p + RECV_NUM_SGE);
+    if (n < 0 || n > MAX_RECORD_SGES) {
+        throw_errno(env, "ibv_post_recv (scatter/gather element count outside 0..4096)", EINVAL);
+        return;
+    }
     struct ibv_sge stack_sges[STACK_SGES];
     struct ibv_sge *sges = n > STACK_SGES ? malloc(sizeof *sges * (size_t)n) : stack_sges;
     if (sges == NULL) {
@@ -673,6 +749,11 @@ JNIEXPORT jlong FN(regMr)(JNIEnv *env, jclass cls, jlong pd, jlong address, jlon
                           jintArray keys_out)
 {
     (void)cls;
+    /* Checked first: a registration made while an exception is pending would be lost to Java. */
+    if (keys_out == NULL || (*env)->GetArrayLength(env, keys_out) < 2 || length <= 0) {
+        throw_errno(env, "ibv_reg_mr (keys array of 2 and a positive length expected)", EINVAL);
+        return 0;
+    }
     struct ibv_mr *mr = ibv_reg_mr(PTR(struct ibv_pd *, pd), PTR(void *, address), (size_t)length, access);
     if (mr == NULL) {
         throw_errno(env, "ibv_reg_mr", errno);
@@ -680,6 +761,10 @@ JNIEXPORT jlong FN(regMr)(JNIEnv *env, jclass cls, jlong pd, jlong address, jlon
     }
     jint keys[2] = { (jint)mr->lkey, (jint)mr->rkey };
     (*env)->SetIntArrayRegion(env, keys_out, 0, 2, keys);
+    if ((*env)->ExceptionCheck(env)) {
+        ibv_dereg_mr(mr);
+        return 0;
+    }
     return JPTR(mr);
 }
 
@@ -695,6 +780,10 @@ JNIEXPORT void FN(deregMr)(JNIEnv *env, jclass cls, jlong mr)
 JNIEXPORT jlong FN(allocMw)(JNIEnv *env, jclass cls, jlong pd, jintArray rkey_out)
 {
     (void)cls;
+    if (rkey_out == NULL || (*env)->GetArrayLength(env, rkey_out) < 1) {
+        throw_errno(env, "ibv_alloc_mw (rkey array of 1 expected)", EINVAL);
+        return 0;
+    }
     struct ibv_mw *mw = ibv_alloc_mw(PTR(struct ibv_pd *, pd), IBV_MW_TYPE_2);
     if (mw == NULL) {
         throw_errno(env, "ibv_alloc_mw", errno);
@@ -702,6 +791,10 @@ JNIEXPORT jlong FN(allocMw)(JNIEnv *env, jclass cls, jlong pd, jintArray rkey_ou
     }
     jint rkey = (jint)mw->rkey;
     (*env)->SetIntArrayRegion(env, rkey_out, 0, 1, &rkey);
+    if ((*env)->ExceptionCheck(env)) {
+        ibv_dealloc_mw(mw);
+        return 0;
+    }
     return JPTR(mw);
 }
 
@@ -793,6 +886,10 @@ JNIEXPORT jint FN(asyncFd)(JNIEnv *env, jclass cls, jlong context)
 JNIEXPORT jboolean FN(getAsyncEvent)(JNIEnv *env, jclass cls, jlong context, jlongArray out)
 {
     (void)cls;
+    if (out == NULL || (*env)->GetArrayLength(env, out) < 2) {
+        throw_errno(env, "ibv_get_async_event (result array of 2 expected)", EINVAL);
+        return JNI_FALSE;
+    }
     struct ibv_async_event event;
     if (ibv_get_async_event(PTR(struct ibv_context *, context), &event)) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -864,6 +961,11 @@ JNIEXPORT void FN(closeFd)(JNIEnv *env, jclass cls, jint fd)
 JNIEXPORT jint FN(poll)(JNIEnv *env, jclass cls, jintArray fds, jint count, jint timeout, jintArray ready_out)
 {
     (void)cls;
+    if (fds == NULL || ready_out == NULL || count < 0 || count > (*env)->GetArrayLength(env, fds)
+        || count > (*env)->GetArrayLength(env, ready_out)) {
+        throw_errno(env, "poll (descriptor count larger than its arrays)", EINVAL);
+        return -1;
+    }
     struct pollfd stack[16];
     struct pollfd *p = count > 16 ? malloc(sizeof *p * (size_t)count) : stack;
     jint values[16];
@@ -875,6 +977,11 @@ JNIEXPORT jint FN(poll)(JNIEnv *env, jclass cls, jintArray fds, jint count, jint
         return -1;
     }
     (*env)->GetIntArrayRegion(env, fds, 0, count, v);
+    if ((*env)->ExceptionCheck(env)) {
+        if (p != stack) free(p);
+        if (v != values) free(v);
+        return -1;
+    }
     for (int i = 0; i < count; i++) {
         p[i].fd = v[i];
         p[i].events = POLLIN;

@@ -1,5 +1,6 @@
 package org.smbdirect.rdma;
 
+import java.net.InetAddress;
 import java.util.Objects;
 
 /**
@@ -18,6 +19,7 @@ public final class EndpointOptions {
     private final int maxReceiveSge;
     private final int inlineThreshold;
     private final int rnrRetryCount;
+    private final InetAddress localAddress;
 
     private EndpointOptions(Builder b) {
         this.sendQueue = b.sendQueue;
@@ -28,6 +30,7 @@ public final class EndpointOptions {
         this.maxReceiveSge = b.maxReceiveSge;
         this.inlineThreshold = b.inlineThreshold;
         this.rnrRetryCount = b.rnrRetryCount;
+        this.localAddress = b.localAddress;
     }
 
     /**
@@ -120,11 +123,24 @@ public final class EndpointOptions {
         return rnrRetryCount;
     }
 
+    /**
+     * The local address an active endpoint connects from: one of {@link RdmaProvider#addresses()},
+     * which must be of the peer's address family (an IPv6 peer needs an IPv6 local address). The
+     * provider refuses another address with {@link RdmaStatus#INVALID_PARAMETER} when the endpoint
+     * is created. Passive endpoints take the address the request arrived on and ignore it.
+     *
+     * @return the address, or {@code null} for the provider's first address
+     */
+    public InetAddress localAddress() {
+        return localAddress;
+    }
+
     @Override
     public String toString() {
         return "EndpointOptions[sendQueueDepth=" + sendQueueDepth + ", receiveQueueDepth=" + receiveQueueDepth
                 + ", maxSendSge=" + maxSendSge + ", maxReceiveSge=" + maxReceiveSge
-                + ", inlineThreshold=" + inlineThreshold + ", rnrRetryCount=" + rnrRetryCount + "]";
+                + ", inlineThreshold=" + inlineThreshold + ", rnrRetryCount=" + rnrRetryCount
+                + (localAddress == null ? "" : ", localAddress=" + localAddress.getHostAddress()) + "]";
     }
 
     /** Builds {@link EndpointOptions}. */
@@ -137,6 +153,7 @@ public final class EndpointOptions {
         private int maxReceiveSge = 1;
         private int inlineThreshold;
         private int rnrRetryCount;
+        private InetAddress localAddress;
 
         private Builder(CompletionQueue sendQueue, CompletionQueue receiveQueue) {
             this.sendQueue = Objects.requireNonNull(sendQueue, "sendQueue");
@@ -212,6 +229,17 @@ public final class EndpointOptions {
                 throw new IllegalArgumentException("inlineThreshold must be >= 0, was " + bytes);
             }
             this.inlineThreshold = bytes;
+            return this;
+        }
+
+        /**
+         * Sets {@link EndpointOptions#localAddress()}.
+         *
+         * @param address one of the provider's addresses, or {@code null} for its first
+         * @return this builder
+         */
+        public Builder localAddress(InetAddress address) {
+            this.localAddress = address;
             return this;
         }
 

@@ -1,5 +1,7 @@
 package org.smbdirect.protocol.internal;
 
+import java.net.Inet6Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.CompletionHandler;
@@ -345,8 +347,12 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         sendImmediate = false;
     }
 
-    /** Creates the completion queue and the endpoint options for this connection. */
-    private EndpointOptions createQueues() throws RdmaException {
+    /**
+     * Creates the completion queue and the endpoint options for this connection.
+     *
+     * @param local the local address to connect from, {@code null} for the provider's first
+     */
+    private EndpointOptions createQueues(InetAddress local) throws RdmaException {
         int maxDepth = capabilities.maxQueueDepth();
         int sendDepth = Math.min(config.sendBuffers() + RDMA_DEPTH, maxDepth);
         int recvDepth = Math.min(Math.max(config.receiveCreditMax(), 1), maxDepth);
@@ -357,7 +363,29 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         });
         inlineThreshold = Math.min(capabilities.inlineLimit(), config.maxSendSize());
         return EndpointOptions.builder(cq, cq).sendQueueDepth(sendDepth).receiveQueueDepth(recvDepth)
-                .inlineThreshold(inlineThreshold).rnrRetryCount(config.rnrRetryCount()).build();
+                .inlineThreshold(inlineThreshold).rnrRetryCount(config.rnrRetryCount()).localAddress(local).build();
+    }
+
+    /**
+     * The provider's address to reach a peer from: the first of the peer's family (an IPv6 peer
+     * needs an IPv6 local address), on the peer's link for a link-local peer; {@code null} when
+     * the provider has none of that family (it then says so when connecting).
+     */
+    static InetAddress localAddressFor(InetAddress peer, List<InetAddress> own) {
+        InetAddress first = null;
+        for (InetAddress a : own) {
+            if ((a instanceof Inet6Address) != (peer instanceof Inet6Address)) {
+                continue;
+            }
+            if (peer.isLinkLocalAddress() && a.isLinkLocalAddress() && ((Inet6Address) peer).getScopeId() != 0
+                    && ((Inet6Address) peer).getScopeId() == ((Inet6Address) a).getScopeId()) {
+                return a;
+            }
+            if (first == null) {
+                first = a;
+            }
+        }
+        return first;
     }
 
     /** Posts the receive for the first message (3.1.4.1 and 3.1.7.2: at least 512 bytes). */
@@ -393,7 +421,8 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         initialValues(Role.ACTIVE);
         startNegotiationTimer(config.activeNegotiationTimeout());
         try {
-            endpoint = provider.createEndpoint(createQueues(), this);
+            endpoint = provider.createEndpoint(createQueues(localAddressFor(remote.getAddress(), provider.addresses())),
+                    this);
             endpoint.attach(this);
             sendBuffers = new SendBuffers(endpoint, config.maxSendSize(), config.sendBuffers(),
                     capabilities.maxRegionSize());
@@ -420,7 +449,7 @@ final class Connection extends Actor implements SmbDirectConnection, ConnectionL
         initialValues(Role.PASSIVE);
         startNegotiationTimer(config.passiveNegotiationTimeout());
         try {
-            endpoint = request.createEndpoint(createQueues(), this);
+            endpoint = request.createEndpoint(createQueues(null), this);
             endpoint.attach(this);
             sendBuffers = new SendBuffers(endpoint, config.maxSendSize(), config.sendBuffers(),
                     capabilities.maxRegionSize());

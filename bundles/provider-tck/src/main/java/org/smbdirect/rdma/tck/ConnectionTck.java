@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -309,6 +310,38 @@ public abstract class ConnectionTck extends ProviderTck {
         assertEquals(EndpointState.CONNECTED, c.state());
         assertEquals(EndpointState.CONNECTED, s.state());
         assertRoundTrip(l);
+    }
+
+    /**
+     * An active endpoint connects from the local address its options name, which must be one of
+     * the provider's: the listener sees that address as the peer's; another address is refused
+     * when the endpoint is created. Every address of the client's (IPv4 and IPv6, link-local left
+     * out) that the server has an address of the same family for is tried.
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void localAddress_ownIsUsed_foreignRefused() throws Exception {
+        InetAddress foreign = InetAddress.getByAddress(new byte[] {(byte) 192, 0, 2, 77}); // TEST-NET-1
+        assertFails(RdmaStatus.INVALID_PARAMETER, () -> side("foreign", client(), new LinkSpec(),
+                b -> b.localAddress(foreign), null));
+        int tried = 0;
+        for (InetAddress from : client().addresses()) {
+            InetAddress to = server().addresses().stream()
+                    .filter(a -> a.getClass() == from.getClass() && !a.isLinkLocalAddress()).findFirst().orElse(null);
+            if (to == null || from.isLinkLocalAddress()) {
+                continue;
+            }
+            BlockingQueue<ConnectionRequest> requests = new LinkedBlockingQueue<>();
+            RdmaListener l = track(server().listen(new InetSocketAddress(to, 0), requests::add));
+            Side c = side("client-" + tried, client(), new LinkSpec(), b -> b.localAddress(from), null);
+            c.endpoint().connect(l.localAddress(), null, 0, 0);
+            ConnectionRequest r = nextRequest(requests);
+            assertEquals(from, r.remoteAddress().getAddress(), "the listener sees the chosen local address");
+            r.reject(null);
+            tried++;
+        }
+        assertTrue(tried > 0, "no address pair of one family: " + client().addresses() + " / " + server().addresses());
     }
 
     /**

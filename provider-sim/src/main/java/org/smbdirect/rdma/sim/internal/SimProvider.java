@@ -232,6 +232,11 @@ final class SimProvider implements RdmaProvider {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, what + ": inlineThreshold " + options.inlineThreshold()
                     + " exceeds the provider's inline limit " + c.inlineLimit());
         }
+        if (request == null && options.localAddress() != null && !addresses().contains(options.localAddress())) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, what + ": localAddress "
+                    + options.localAddress().getHostAddress() + " is not an address of provider " + name() + " "
+                    + addresses());
+        }
         for (CompletionQueue q : new CompletionQueue[] {options.sendQueue(), options.receiveQueue()}) {
             if (!(q instanceof SimCompletionQueue) || ((SimCompletionQueue) q).provider != this) {
                 throw new RdmaException(RdmaStatus.INVALID_PARAMETER, what + ": completion queue " + q

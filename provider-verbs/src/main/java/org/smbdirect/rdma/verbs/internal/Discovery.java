@@ -1,27 +1,32 @@
 package org.smbdirect.rdma.verbs.internal;
 
 import java.net.Inet4Address;
+import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
  * Finds the RDMA devices a provider can be made for: devices that rdma_cm can bind to through a
- * local IPv4 address. Touches no native resource beyond that probe and starts no thread.
+ * local IPv4 or IPv6 address. Touches no native resource beyond that probe and starts no thread.
  */
 final class Discovery {
 
     /** A usable device and its addresses. */
     static final class Device {
         final String name;
-        final List<Inet4Address> addresses;
+        /** IPv4 first, then global IPv6, then link-local IPv6: the first is where the provider binds by default. */
+        final List<InetAddress> addresses;
 
-        Device(String name, List<Inet4Address> addresses) {
+        Device(String name, List<InetAddress> addresses) {
             this.name = name;
-            this.addresses = List.copyOf(addresses);
+            List<InetAddress> sorted = new ArrayList<>(addresses);
+            sorted.sort(Comparator.comparingInt(Discovery::preference));
+            this.addresses = List.copyOf(sorted);
         }
     }
 
@@ -55,7 +60,7 @@ final class Discovery {
             if (names.length == 0) {
                 return none("no RDMA device (ibv_get_device_list found none)");
             }
-            Map<String, List<Inet4Address>> byDevice = new LinkedHashMap<>();
+            Map<String, List<InetAddress>> byDevice = new LinkedHashMap<>();
             for (String name : names) {
                 if (settings.devices.isEmpty() || settings.devices.contains(name)) {
                     byDevice.put(name, new ArrayList<>());
@@ -67,9 +72,9 @@ final class Discovery {
             }
             String[] pairs = VerbsNative.addressDevices();
             for (int i = 0; i + 1 < pairs.length; i += 2) {
-                List<Inet4Address> list = byDevice.get(pairs[i + 1]);
+                List<InetAddress> list = byDevice.get(pairs[i + 1]);
                 if (list != null && pairs[i] != null) {
-                    list.add(ipv4(pairs[i]));
+                    list.add(parse(pairs[i]));
                 }
             }
             List<Device> devices = new ArrayList<>();
@@ -83,7 +88,7 @@ final class Discovery {
             });
             if (devices.isEmpty()) {
                 return none("RDMA device(s) " + String.join(", ", withoutAddress)
-                        + " have no IPv4 address that rdma_cm can bind to");
+                        + " have no IP address that rdma_cm can bind to");
             }
             return new Result(devices, null);
         } catch (NativeException e) {
@@ -93,12 +98,23 @@ final class Discovery {
         }
     }
 
-    private static Inet4Address ipv4(String dotted) throws NativeException {
-        try {
-            return (Inet4Address) InetAddress.getByName(dotted);
-        } catch (UnknownHostException | ClassCastException e) {
-            throw new NativeException("getifaddrs (address " + dotted + ")", 22, "invalid address");
+    /** A literal of the native side: a dotted quad or IPv6 text with a numeric scope. */
+    private static InetAddress parse(String literal) throws NativeException {
+        if (!literal.matches("[0-9A-Fa-f:.%]+")) {
+            throw new NativeException("getifaddrs (address " + literal + ")", 22, "invalid address");
         }
+        try {
+            return InetAddress.getByName(literal); // a literal: no name service
+        } catch (UnknownHostException e) {
+            throw new NativeException("getifaddrs (address " + literal + ")", 22, "invalid address");
+        }
+    }
+
+    private static int preference(InetAddress a) {
+        if (a instanceof Inet4Address) {
+            return 0;
+        }
+        return a instanceof Inet6Address && a.isLinkLocalAddress() ? 2 : 1;
     }
 
     private static Result none(String reason) {

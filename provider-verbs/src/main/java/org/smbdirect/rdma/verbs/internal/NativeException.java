@@ -36,18 +36,44 @@ public final class NativeException extends IOException {
     private final String call;
     /** The errno it reported. */
     private final int errno;
+    /** Of a post of several work requests: how many were posted before the one refused. */
+    private final int posted;
 
     /**
-     * Called by the native library.
+     * A failure of a call.
      *
      * @param call the function that failed
      * @param errno its errno
      * @param text strerror(errno)
      */
     public NativeException(String call, int errno, String text) {
+        this(call, errno, text, 0);
+    }
+
+    /**
+     * Called by the native library.
+     *
+     * @param call the function that failed
+     * @param errno its errno
+     * @param text strerror(errno), and for a post which request was refused
+     * @param posted of a post of several work requests, how many were posted (they complete as
+     *        usual); 0 otherwise
+     */
+    public NativeException(String call, int errno, String text, int posted) {
         super(call + " failed: " + text + " (errno " + errno + ")");
         this.call = call;
         this.errno = errno;
+        this.posted = posted;
+    }
+
+    /**
+     * Of a failed post of several work requests ({@link VerbsNative#postSend}): how many of them,
+     * from the first, were posted and will complete; the others were not posted.
+     *
+     * @return the number posted, 0 for other calls
+     */
+    public int posted() {
+        return posted;
     }
 
     /**

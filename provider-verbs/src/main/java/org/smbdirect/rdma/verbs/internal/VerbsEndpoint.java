@@ -1,15 +1,16 @@
 package org.smbdirect.rdma.verbs.internal;
 
 import java.lang.System.Logger.Level;
-import java.net.InetAddress;
+import java.net.Inet6Address;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -73,6 +74,13 @@ final class VerbsEndpoint implements Endpoint {
     final long cmId;
     private final IbvPd pd;
     private final long pdPtr;
+    /**
+     * Memory windows and regions whose release failed: kept, not forgotten, and retried when the
+     * endpoint is released (after its queue pair, before its protection domain, which stays busy
+     * while any of them exists).
+     */
+    private final Queue<Long> leftoverWindows = new ConcurrentLinkedQueue<>();
+    private final Queue<Long> leftoverRegions = new ConcurrentLinkedQueue<>();
     final long qp;
     private final int sqSize;
 
@@ -240,11 +248,23 @@ final class VerbsEndpoint implements Endpoint {
 
     @Override
     public void connect(InetSocketAddress remote, byte[] privateData, int ird, int ord) throws RdmaException {
-        if (remote == null || remote.isUnresolved() || !(remote.getAddress() instanceof java.net.Inet4Address)) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "remote must be a resolved IPv4 socket address, was "
+        if (remote == null || remote.isUnresolved()) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "remote must be a resolved socket address, was "
                     + remote);
         }
         checkConnectionParameters(provider, privateData, ird, ord);
+        // rdma_cm resolves within the family of the address the identifier is bound to.
+        InetSocketAddress from = active ? address(false) : null;
+        if (from != null && (from.getAddress() instanceof Inet6Address) != (remote.getAddress() instanceof Inet6Address)) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "cannot reach " + remote.getAddress().getHostAddress()
+                    + " from " + from.getAddress().getHostAddress() + ": the local address (EndpointOptions.localAddress) "
+                    + "must be of the peer's address family; " + provider.name() + " has " + provider.addresses());
+        }
+        // A link-local peer named without its scope is reached through this endpoint's interface.
+        int scope = VerbsNative.scopeId(remote.getAddress());
+        if (scope == 0 && remote.getAddress().isLinkLocalAddress() && from != null) {
+            scope = VerbsNative.scopeId(from.getAddress());
+        }
         synchronized (lock) {
             if (!active || state != EndpointState.IDLE) {
                 throw new RdmaException(RdmaStatus.INVALID_STATE, "connect needs an IDLE endpoint created by "
@@ -262,7 +282,7 @@ final class VerbsEndpoint implements Endpoint {
             if (idReleased) {
                 throw new NativeException("rdma_resolve_addr", 22, "the endpoint was released");
             }
-            VerbsNative.resolveAddr(cmId, remote.getAddress().getAddress(), remote.getPort(),
+            VerbsNative.resolveAddr(cmId, remote.getAddress().getAddress(), scope, remote.getPort(),
                     provider.settings.resolveTimeoutMillis);
         } catch (NativeException e) {
             provider.cmLoop.execute(() -> attemptFailed(e.status() == RdmaStatus.INVALID_PARAMETER
@@ -774,16 +794,7 @@ final class VerbsEndpoint implements Endpoint {
         } finally {
             nativeLock.readLock().unlock();
         }
-        if (a == null) {
-            return null;
-        }
-        try {
-            byte[] ip = {a[0], a[1], a[2], a[3]};
-            int port = ((a[4] & 0xff) << 8) | (a[5] & 0xff);
-            return new InetSocketAddress(InetAddress.getByAddress(ip), port);
-        } catch (UnknownHostException e) {
-            return null;
-        }
+        return VerbsNative.socketAddress(a);
     }
 
     // ------------------------------------------------------------------ release
@@ -859,11 +870,22 @@ final class VerbsEndpoint implements Endpoint {
                 qpReleased = true;
                 VerbsNative.destroyQp(cmId);
             }
-            for (VerbsMemoryRegion r : regions) {
+            // the queue pair is gone, and with it every window's binding: retry what failed before
+            for (Long mw; (mw = leftoverWindows.poll()) != null;) {
                 try {
-                    VerbsNative.deregMr(r.mr);
+                    VerbsNative.deallocMw(mw);
                 } catch (NativeException e) {
-                    VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+                    VerbsProvider.LOG.log(Level.WARNING, "releasing the endpoint: " + e.getMessage());
+                }
+            }
+            for (VerbsMemoryRegion r : regions) {
+                leftoverRegions.add(r.mr);
+            }
+            for (Long mr; (mr = leftoverRegions.poll()) != null;) {
+                try {
+                    VerbsNative.deregMr(mr);
+                } catch (NativeException e) {
+                    VerbsProvider.LOG.log(Level.WARNING, "releasing the endpoint: " + e.getMessage());
                 }
             }
             regions.clear();
@@ -921,7 +943,14 @@ final class VerbsEndpoint implements Endpoint {
                 VerbsNative.deallocMw(r.mw);
             }
         } catch (NativeException e) {
-            VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+            // The window may still be bound: remote access through it ends only with the queue
+            // pair (a type 2 window is reachable through that queue pair alone), so the connection
+            // ends; the window is freed when the endpoint is released.
+            leftoverWindows.add(r.mw);
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; ending the connection, which alone can "
+                    + "revoke the window");
+            provider.cmLoop.execute(() -> attemptFailed(RdmaStatus.DEVICE_ERROR,
+                    "a memory window could not be deallocated: " + e.getMessage()));
         } finally {
             nativeLock.readLock().unlock();
         }
@@ -1052,11 +1081,13 @@ final class VerbsEndpoint implements Endpoint {
         }
     }
 
-    private static void deregQuietly(long mr) {
+    /** ibv_dereg_mr; a region that cannot be deregistered now is kept for the endpoint's release. */
+    private void deregQuietly(long mr) {
         try {
             VerbsNative.deregMr(mr);
         } catch (NativeException e) {
-            VerbsProvider.LOG.log(Level.WARNING, e.getMessage());
+            leftoverRegions.add(mr);
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
         }
     }
 
@@ -1109,7 +1140,8 @@ final class VerbsEndpoint implements Endpoint {
                 VerbsNative.deregMr(r.mr);
             }
         } catch (NativeException e) {
-            throw e.toRdmaException("deregistering");
+            leftoverRegions.add(r.mr);
+            throw e.toRdmaException("deregistering (the registration is released with the endpoint)");
         } finally {
             nativeLock.readLock().unlock();
         }

@@ -1,9 +1,7 @@
 package org.smbdirect.rdma.verbs.internal;
 
 import java.lang.System.Logger.Level;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -51,8 +49,8 @@ final class VerbsListener implements RdmaListener {
         // resources are the peer's initiator depth (its ORD), our initiator depth its IRD.
         int peerOrd = event.getInt(VerbsNative.EV_RESPONDER_RESOURCES);
         int peerIrd = event.getInt(VerbsNative.EV_INITIATOR_DEPTH);
-        InetSocketAddress remote = address(VerbsNative.address(id, true));
-        InetSocketAddress to = address(VerbsNative.address(id, false));
+        InetSocketAddress remote = VerbsNative.socketAddress(VerbsNative.address(id, true));
+        InetSocketAddress to = VerbsNative.socketAddress(VerbsNative.address(id, false));
         VerbsConnectionRequest request = new VerbsConnectionRequest(provider, this, requestSerial, id, data, peerIrd,
                 peerOrd, to != null ? to : local, remote);
         provider.remember(requestSerial, request);
@@ -69,18 +67,6 @@ final class VerbsListener implements RdmaListener {
 
     void answered(VerbsConnectionRequest request) {
         unanswered.remove(request);
-    }
-
-    static InetSocketAddress address(byte[] a) {
-        if (a == null) {
-            return null;
-        }
-        try {
-            return new InetSocketAddress(InetAddress.getByAddress(new byte[] {a[0], a[1], a[2], a[3]}),
-                    ((a[4] & 0xff) << 8) | (a[5] & 0xff));
-        } catch (UnknownHostException e) {
-            return null;
-        }
     }
 
     @Override

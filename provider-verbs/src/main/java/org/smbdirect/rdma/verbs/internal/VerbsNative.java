@@ -1,6 +1,11 @@
 package org.smbdirect.rdma.verbs.internal;
 
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 /**
  * The project's own native methods, for everything SMB Direct needs that DiSNI's Java API does not
@@ -190,10 +195,11 @@ public final class VerbsNative {
     public static native String[] deviceNames() throws NativeException;
 
     /**
-     * Finds which local IPv4 addresses rdma_cm can bind to, and on which device (getifaddrs,
-     * rdma_bind_addr).
+     * Finds which local IPv4 and IPv6 addresses rdma_cm can bind to, and on which device
+     * (getifaddrs, rdma_bind_addr).
      *
-     * @return pairs: address (dotted quad), device name
+     * @return pairs: address (dotted quad, or IPv6 text with a numeric scope such as
+     *         {@code fe80::1%3}), device name
      * @throws NativeException when the interfaces cannot be listed
      */
     public static native String[] addressDevices() throws NativeException;
@@ -264,23 +270,67 @@ public final class VerbsNative {
     public static native long cmIdContext(long id);
 
     /**
-     * Binds an identifier to a local IPv4 address (rdma_bind_addr).
+     * Binds an identifier to a local address (rdma_bind_addr).
      *
      * @param id an rdma_cm_id pointer
-     * @param address four address bytes
+     * @param address 4 address bytes (IPv4) or 16 (IPv6)
+     * @param scopeId the IPv6 scope (interface index) of a link-local address, else 0
      * @param port the port, 0 for any
      * @throws NativeException on failure
      */
-    public static native void bindAddr(long id, byte[] address, int port) throws NativeException;
+    public static native void bindAddr(long id, byte[] address, int scopeId, int port) throws NativeException;
+
+    /**
+     * Binds an identifier to a local socket address, IPv4 or IPv6 (rdma_bind_addr).
+     *
+     * @param id an rdma_cm_id pointer
+     * @param address the address and port (0 for any)
+     * @throws NativeException on failure
+     */
+    public static void bind(long id, InetSocketAddress address) throws NativeException {
+        bindAddr(id, address.getAddress().getAddress(), scopeId(address.getAddress()), address.getPort());
+    }
 
     /**
      * The local (or remote) address of an identifier.
      *
      * @param id an rdma_cm_id pointer
      * @param remote {@code true} for the peer's address
-     * @return six bytes: four of address, two of port in network order; {@code null} when unknown
+     * @return IPv4: 4 address bytes and the port (2 bytes, network order); IPv6: 16 address
+     *         bytes, the port and the scope identifier (4 bytes, network order); {@code null}
+     *         when unknown (see {@link #socketAddress})
      */
     public static native byte[] address(long id, boolean remote);
+
+    /**
+     * Decodes what {@link #address} returns.
+     *
+     * @param a its result
+     * @return the socket address, {@code null} for {@code null} or a form it does not know
+     */
+    public static InetSocketAddress socketAddress(byte[] a) {
+        if (a == null || (a.length != 6 && a.length != 22)) {
+            return null;
+        }
+        int ip = a.length == 6 ? 4 : 16;
+        int port = ((a[ip] & 0xff) << 8) | (a[ip + 1] & 0xff);
+        try {
+            byte[] bytes = Arrays.copyOf(a, ip);
+            if (ip == 4) {
+                return new InetSocketAddress(InetAddress.getByAddress(bytes), port);
+            }
+            int scope = ByteBuffer.wrap(a, 18, 4).getInt();
+            return new InetSocketAddress(scope == 0 ? InetAddress.getByAddress(bytes)
+                    : Inet6Address.getByAddress(null, bytes, scope), port);
+        } catch (UnknownHostException e) {
+            return null;
+        }
+    }
+
+    /** The IPv6 scope identifier of an address (link-local), 0 for IPv4 and global IPv6. */
+    static int scopeId(InetAddress a) {
+        return a instanceof Inet6Address ? ((Inet6Address) a).getScopeId() : 0;
+    }
 
     /**
      * Listens (rdma_listen).
@@ -296,12 +346,14 @@ public final class VerbsNative {
      * event.
      *
      * @param id an rdma_cm_id pointer
-     * @param address four address bytes of the peer
+     * @param address the peer's address: 4 bytes (IPv4) or 16 (IPv6)
+     * @param scopeId the IPv6 scope (interface index) of a link-local address, else 0
      * @param port the peer's port
      * @param timeoutMs time limit
      * @throws NativeException on failure
      */
-    public static native void resolveAddr(long id, byte[] address, int port, int timeoutMs) throws NativeException;
+    public static native void resolveAddr(long id, byte[] address, int scopeId, int port, int timeoutMs)
+            throws NativeException;
 
     /**
      * Starts route resolution (rdma_resolve_route).
@@ -415,12 +467,14 @@ public final class VerbsNative {
     public static native void qpToError(long qp) throws NativeException;
 
     /**
-     * Posts send-queue work requests (ibv_post_send) described by records in native memory.
+     * Posts send-queue work requests (ibv_post_send) described by records in native memory. Counts
+     * are checked before anything is posted (1 to 65536 records of 0 to 4096 elements).
      *
      * @param qp an ibv_qp pointer
      * @param records address of the first record
      * @param count number of records
-     * @throws NativeException on failure
+     * @throws NativeException on failure; where the device refused one request of several, those
+     *         before it were posted and will complete: {@link NativeException#posted()} says how many
      */
     public static native void postSend(long qp, long records, int count) throws NativeException;
 

@@ -3,7 +3,6 @@ package org.smbdirect.rdma.verbs.internal;
 import java.io.IOException;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -50,7 +49,7 @@ public final class VerbsProvider implements RdmaProvider {
 
     /** The provider type. */
     public static final String TYPE = "verbs";
-    /** Service property: the device's IPv4 addresses (String[]). */
+    /** Service property: the device's IPv4 and IPv6 addresses (String[]). */
     public static final String PROP_ADDRESSES = "provider.addresses";
 
     // enum rdma_cm_event_type
@@ -88,7 +87,7 @@ public final class VerbsProvider implements RdmaProvider {
     private static final long RXE_VENDOR_ID = 0xffffff;
 
     private final String name;
-    private final List<Inet4Address> addresses;
+    private final List<InetAddress> addresses;
     final Settings settings;
     private final TransportType transport;
     private final ProviderCapabilities capabilities;
@@ -135,7 +134,7 @@ public final class VerbsProvider implements RdmaProvider {
             ch = RdmaEventChannel.createEventChannel();
             long chPtr = ((NatObject) ch).getObjId();
             id = ch.createId(RdmaCm.RDMA_PS_TCP);
-            VerbsNative.bindAddr(((NatObject) id).getObjId(), addresses.get(0).getAddress(), 0);
+            VerbsNative.bind(((NatObject) id).getObjId(), new InetSocketAddress(addresses.get(0), 0));
             IbvContext ctx = id.getVerbs();
             long ctxPtr = ((NatObject) ctx).getObjId();
             if (!name.equals(VerbsNative.deviceName(ctxPtr))) {
@@ -317,17 +316,18 @@ public final class VerbsProvider implements RdmaProvider {
     public Endpoint createEndpoint(EndpointOptions options, ConnectionListener listener) throws RdmaException {
         checkOpen();
         checkOptions(options, listener);
+        InetAddress from = options.localAddress() == null ? addresses.get(0) : own(options.localAddress());
         long serial = newSerial();
         long cmId = newCmId(serial);
         try {
             // Bound now, so that the queue pair exists (and receives can be posted) before connecting.
-            VerbsNative.bindAddr(cmId, addresses.get(0).getAddress(), 0);
+            VerbsNative.bind(cmId, new InetSocketAddress(from, 0));
             VerbsEndpoint ep = new VerbsEndpoint(this, newEndpointId(), serial, cmId, true, options, listener, null);
             register(ep);
             return ep;
         } catch (NativeException e) {
             destroyIdQuietly(cmId);
-            throw e.toRdmaException("binding an rdma_cm identifier to " + addresses.get(0).getHostAddress());
+            throw e.toRdmaException("binding an rdma_cm identifier to " + from.getHostAddress());
         } catch (RdmaException | RuntimeException e) {
             destroyIdQuietly(cmId);
             throw e;
@@ -425,26 +425,41 @@ public final class VerbsProvider implements RdmaProvider {
         return (rkey & ~0xff) | key;
     }
 
+    /**
+     * This provider's own instance of an address given to it: a link-local IPv6 address named
+     * without its scope takes the scope of the device's interface.
+     */
+    private InetAddress own(InetAddress address) throws RdmaException {
+        for (InetAddress a : addresses) {
+            if (a.equals(address)) {
+                return a;
+            }
+        }
+        throw new RdmaException(RdmaStatus.INVALID_PARAMETER, address.getHostAddress() + " is not an address of "
+                + name + " " + addresses);
+    }
+
     @Override
     public RdmaListener listen(InetSocketAddress local, ConnectionRequestHandler handler) throws RdmaException {
         checkOpen();
         if (handler == null || local == null) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "address and handler are required");
         }
-        if (local.isUnresolved() || !addresses.contains(local.getAddress())) {
+        if (local.isUnresolved()) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, local + " is not an address of " + name + " "
                     + addresses);
         }
+        InetAddress at = own(local.getAddress());
         long serial = newSerial();
         long cmId = newCmId(serial);
         try {
-            VerbsNative.bindAddr(cmId, local.getAddress().getAddress(), local.getPort());
+            VerbsNative.bind(cmId, new InetSocketAddress(at, local.getPort()));
             VerbsNative.listen(cmId, 128);
         } catch (NativeException e) {
             destroyIdQuietly(cmId);
             throw e.toRdmaException("listening on " + local);
         }
-        InetSocketAddress bound = VerbsListener.address(VerbsNative.address(cmId, false));
+        InetSocketAddress bound = VerbsNative.socketAddress(VerbsNative.address(cmId, false));
         VerbsListener l = new VerbsListener(this, serial, cmId, bound != null ? bound : local, handler);
         cmObjects.put(serial, l);
         listeners.add(l);

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.Inet6Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -96,6 +98,38 @@ class SmbDirectOverVerbsTest {
         assertTrue(c.statistics().fragmentsSent() >= 1 + 49, "65536 / 1340 -> 49 fragments plus the small one");
         s.send(ByteBuffer.wrap(small)).toCompletableFuture().get(TIMEOUT, TimeUnit.MILLISECONDS);
         assertArrayEquals(small, atClient.next().data);
+    }
+
+    /**
+     * IPv6 (the guest's RDMA_VM_IP6): the engine listens on an IPv6 address of the device,
+     * connects to it from the provider's IPv6 address (the family of the peer decides the local
+     * address), negotiates and carries a fragmented message and an RDMA Read.
+     */
+    @Test
+    void ipv6_connectNegotiateSendAndRead() throws Exception {
+        InetAddress v6 = fx.provider.addresses().stream()
+                .filter(a -> a instanceof Inet6Address && !a.isLinkLocalAddress()).findFirst()
+                .orElseThrow(() -> new AssertionError("the device has no global IPv6 address: " + fx.provider.addresses()
+                        + " (run-in-vm.sh gives it RDMA_VM_IP6)"));
+        SmbDirectListener l = server.listen(new InetSocketAddress(v6, 0), atServer);
+        try (SmbDirectConnection c6 = client.connect(l.localAddress(), atClient, Duration.ofMillis(TIMEOUT))) {
+            SmbDirectConnection s6 = atServer.connections.poll(TIMEOUT, TimeUnit.MILLISECONDS);
+            assertNotNull(s6, "the server side of the IPv6 connection");
+            assertEquals(v6, c6.remoteAddress().getAddress());
+            assertEquals(v6, c6.localAddress().getAddress(), "connected from the provider's IPv6 address");
+            assertEquals(v6, s6.remoteAddress().getAddress());
+            byte[] large = pattern(20000, 6);
+            c6.send(ByteBuffer.wrap(large)).toCompletableFuture().get(TIMEOUT, TimeUnit.MILLISECONDS);
+            assertArrayEquals(large, atServer.next().data);
+            ByteBuffer exposed = ByteBuffer.allocateDirect(65536).put(pattern(65536, 7)).flip();
+            RegisteredBuffer reg = c6.register(exposed, RemoteAccess.READ);
+            ByteBuffer into = ByteBuffer.allocateDirect(65536);
+            s6.rdmaRead(into, reg.descriptors(), 0).toCompletableFuture().get(TIMEOUT, TimeUnit.MILLISECONDS);
+            assertEquals(exposed.duplicate().clear(), into.duplicate().clear(), "RDMA Read over IPv6 placed the bytes");
+            reg.deregister();
+        } finally {
+            l.close();
+        }
     }
 
     /** Examples 4.4 and 4.5: 1 MiB by RDMA Read and by RDMA Write through descriptors (3.1.4.3 - 3.1.4.6). */

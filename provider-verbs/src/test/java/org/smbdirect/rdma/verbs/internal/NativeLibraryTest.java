@@ -155,7 +155,7 @@ class NativeLibraryTest {
     void failedCalls_throwNativeExceptionNamingTheCallAndErrno() {
         NativeException e = null;
         try {
-            VerbsNative.bindAddr(0, new byte[] {1, 2, 3}, 0); // not an IPv4 address: rejected before the call
+            VerbsNative.bindAddr(0, new byte[] {1, 2, 3}, 0, 0); // neither IPv4 nor IPv6: rejected before the call
         } catch (NativeException ex) {
             e = ex;
         }
@@ -163,6 +163,64 @@ class NativeLibraryTest {
         assertEquals(22, e.errno());
         assertEquals(RdmaStatus.INVALID_PARAMETER, e.status());
         assertTrue(e.getMessage().contains("errno 22"), e.getMessage());
+    }
+
+    /** Counts and arrays from Java are checked before any native resource is touched or made. */
+    @Test
+    void badCountsAndArrays_refusedBeforeTheCall() {
+        assertNull(NativeLibrary.load());
+        ByteBuffer record = ByteBuffer.allocateDirect(VerbsNative.WR_SGE + 4 * VerbsNative.SGE_SIZE)
+                .order(java.nio.ByteOrder.nativeOrder());
+        long address = VerbsNative.bufferAddress(record);
+        // qp 0: the post must not get as far as the queue pair
+        record.putInt(VerbsNative.WR_NUM_SGE, -1);
+        assertRefused("scatter/gather element count", () -> VerbsNative.postSend(0, address, 1));
+        record.putInt(VerbsNative.WR_NUM_SGE, 1 << 20);
+        assertRefused("scatter/gather element count", () -> VerbsNative.postSend(0, address, 1));
+        assertRefused("request count", () -> VerbsNative.postSend(0, address, 0));
+        record.putInt(VerbsNative.RECV_NUM_SGE, -7);
+        assertRefused("scatter/gather element count", () -> VerbsNative.postRecv(0, address));
+        // a registration whose keys could not be returned would be lost: refused before it is made
+        assertRefused("keys array", () -> VerbsNative.regMr(0, address, 16, 0, new int[1]));
+        assertRefused("rkey array", () -> VerbsNative.allocMw(0, new int[0]));
+        // poll must not read descriptors beyond the array (a pending exception used to be ignored)
+        assertRefused("descriptor count", () -> VerbsNative.poll(new int[1], 2, 0, new int[2]));
+        assertRefused("descriptor count", () -> VerbsNative.poll(new int[2], 2, 0, new int[1]));
+    }
+
+    private interface NativeCall {
+        void run() throws NativeException;
+    }
+
+    private static void assertRefused(String what, NativeCall call) {
+        try {
+            call.run();
+        } catch (NativeException e) {
+            assertEquals(22, e.errno(), e.getMessage());
+            assertTrue(e.getMessage().contains(what), e.getMessage());
+            assertEquals(0, e.posted(), "nothing was posted");
+            return;
+        }
+        throw new AssertionError("not refused: " + what);
+    }
+
+    /** The address records of rdma_get_local_addr / rdma_get_peer_addr, IPv4 and IPv6. */
+    @Test
+    void socketAddress_decodesIpv4AndIpv6WithScope() throws Exception {
+        assertEquals(new java.net.InetSocketAddress(java.net.InetAddress.getByName("10.99.0.1"), 445),
+                VerbsNative.socketAddress(new byte[] {10, 99, 0, 1, 0x01, (byte) 0xbd}));
+        byte[] v6 = new byte[22];
+        v6[0] = (byte) 0xfe;
+        v6[1] = (byte) 0x80;
+        v6[15] = 1;
+        v6[16] = 0x15; // 5445
+        v6[17] = 0x45;
+        v6[21] = 3; // scope 3
+        java.net.InetSocketAddress a = VerbsNative.socketAddress(v6);
+        assertEquals(5445, a.getPort());
+        assertEquals(3, ((java.net.Inet6Address) a.getAddress()).getScopeId());
+        assertTrue(a.getAddress().isLinkLocalAddress());
+        assertNull(VerbsNative.socketAddress(new byte[5]), "an unknown form is no address");
     }
 
     @Test
