@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.Inet6Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -12,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.HexFormat;
+import java.util.OptionalInt;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -19,56 +22,85 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.smbdirect.transport.ConnectionHandler;
+import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionParameters;
 import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
 import org.smbdirect.transport.SmbDirectListener;
+import org.smbdirect.transport.TerminationReason;
 
 /**
  * The Linux cifs client against the engine as listener: {@code mount -t cifs -o rdma} reaches the
  * engine, SMB Direct negotiation completes with the values cifs asked for (its module parameters),
  * and the upper layer receives cifs's SMB2 NEGOTIATE request intact. There is no SMB2 server
- * behind the engine, so the mount then fails; the test asserts the transport part.
+ * behind the engine: the test answers the NEGOTIATE with an SMB2 error, as a server that speaks
+ * none of the offered dialects would, so the mount fails at the SMB2 level and cifs itself ends
+ * the SMB Direct connection; its kernel log then shows no SMB Direct error. Over IPv4 and IPv6.
  */
 class CifsClientTest {
     private static final int WAIT_SECONDS = 180;
+    /** MS-ERREF 2.3.1: STATUS_NOT_SUPPORTED. */
+    private static final int STATUS_NOT_SUPPORTED = 0xC00000BB;
 
     @Test
-    void cifsMountsWithRdma_negotiatesCifsValues_smb2NegotiateArrivesIntact() throws Exception {
+    void cifsMountsWithRdma_ipv4_negotiatesCifsValues_smb2NegotiateArrivesIntact() throws Exception {
+        mountAgainstEngine(Guest.address());
+    }
+
+    @Test
+    void cifsMountsWithRdma_ipv6_negotiatesCifsValues_smb2NegotiateArrivesIntact() throws Exception {
+        mountAgainstEngine(Guest.address6());
+    }
+
+    private void mountAgainstEngine(InetAddress at) throws Exception {
         BlockingQueue<SmbDirectConnection> accepted = new LinkedBlockingQueue<>();
         BlockingQueue<byte[]> messages = new LinkedBlockingQueue<>();
-        ConnectionHandler handler = (connection, message, invalidated) -> {
-            byte[] copy = new byte[message.remaining()];
-            message.get(copy);
-            messages.add(copy);
+        CompletableFuture<ConnectionLoss> lost = new CompletableFuture<>();
+        ConnectionHandler handler = new ConnectionHandler() {
+            @Override
+            public void onMessage(SmbDirectConnection connection, ByteBuffer message, OptionalInt invalidated) {
+                byte[] copy = new byte[message.remaining()];
+                message.get(copy);
+                messages.add(copy);
+                connection.send(ByteBuffer.wrap(smb2ErrorResponse(copy, STATUS_NOT_SUPPORTED)));
+            }
+
+            @Override
+            public void onConnectionLost(SmbDirectConnection connection, ConnectionLoss loss) {
+                lost.complete(loss);
+            }
         };
         Path mnt = Paths.get("/tmp/interop-mnt-engine");
         Files.createDirectories(mnt);
+        String family = at instanceof Inet6Address ? "IPv6" : "IPv4";
+        String unc = "//" + (at instanceof Inet6Address ? at.getHostAddress().replaceAll("%.*", "") : at.getHostAddress())
+                + "/share";
         Guest.peers("dmesg-mark");
         try (SmbDirect engine = Guest.engine(SmbDirectConfig.defaults())) {
             // 445 on RoCE, 5445 on iWARP: where cifs looks (it tries 5445, then 445).
             int port = engine.defaultPort();
-            SmbDirectListener listener = engine.listen(new InetSocketAddress(Guest.address(), port), c -> {
+            SmbDirectListener listener = engine.listen(new InetSocketAddress(at, port), c -> {
                 accepted.add(c);
                 return handler;
             });
             CompletableFuture<Guest.Result> mount = CompletableFuture.supplyAsync(() -> {
                 try {
-                    return Guest.peersResult(WAIT_SECONDS, "cifs-mount", "//" + Guest.address().getHostAddress() + "/share",
-                            mnt.toString());
+                    return Guest.peersResult(WAIT_SECONDS, "cifs-mount", unc, mnt.toString());
                 } catch (Exception e) {
                     return new Guest.Result(-2, e.toString());
                 }
             });
             SmbDirectConnection c = accepted.poll(WAIT_SECONDS, TimeUnit.SECONDS);
-            assertNotNull(c, () -> "cifs never negotiated SMB Direct with the engine on port " + port + "; mount: "
-                    + (mount.isDone() ? mount.join().output : "still running"));
+            assertNotNull(c, () -> "cifs never negotiated SMB Direct with the engine on " + unc + " port " + port
+                    + "; mount: " + (mount.isDone() ? mount.join().output : "still running"));
             byte[] negotiate = messages.poll(WAIT_SECONDS, TimeUnit.SECONDS);
             assertNotNull(negotiate, "no upper-layer message from cifs");
 
             ConnectionParameters p = c.parameters();
-            Guest.record(Guest.transport() + " cifs -> engine (listener on " + listener.localAddress() + "): " + describe(p));
+            Guest.record(Guest.transport() + " cifs -> engine over " + family + " (listener on " + listener.localAddress()
+                    + "): " + describe(p));
+            assertEquals(at, c.localAddress().getAddress(), "cifs reached the engine's " + family + " address");
             // MS-SMBD 3.1.5.6: what the engine took from cifs's Negotiate Request, against cifs's own settings.
             assertEquals(0x0100, p.protocolVersion());
             assertEquals(Math.min(1364, cifsParameter("smbd_max_receive_size")), p.maxSendSize(),
@@ -83,8 +115,8 @@ class CifsClientTest {
             // The SMB2 NEGOTIATE request as cifs wrote it (MS-SMB2 2.2.1, 2.2.3): no 4-byte
             // Direct TCP header over SMB Direct.
             ByteBuffer b = ByteBuffer.wrap(negotiate).order(ByteOrder.LITTLE_ENDIAN);
-            Guest.record(Guest.transport() + " SMB2 NEGOTIATE from cifs: " + negotiate.length + " bytes, "
-                    + HexFormat.of().formatHex(negotiate, 0, Math.min(negotiate.length, 16)) + "...");
+            Guest.record(Guest.transport() + " SMB2 NEGOTIATE from cifs over " + family + ": " + negotiate.length
+                    + " bytes, " + HexFormat.of().formatHex(negotiate, 0, Math.min(negotiate.length, 16)) + "...");
             assertTrue(negotiate.length >= 100, "an SMB2 NEGOTIATE request is at least 100 bytes: " + negotiate.length);
             assertEquals(0x424d53fe, b.getInt(0), "ProtocolId 0xFE 'SMB'");
             assertEquals(64, b.getShort(4), "SMB2 header StructureSize");
@@ -98,15 +130,38 @@ class CifsClientTest {
             }
             assertTrue(smb30, "vers=3.0 asks for dialect 0x0300");
 
-            c.close();
+            // cifs takes the SMB2 error, gives up the mount and disconnects SMB Direct itself.
             Guest.Result m = mount.get(WAIT_SECONDS, TimeUnit.SECONDS);
             assertNotEquals(0, m.exit, "the mount cannot succeed without an SMB2 server: " + m.output);
+            ConnectionLoss loss = lost.get(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertEquals(TerminationReason.PEER_DISCONNECTED, loss.reason(), "cifs ended the connection: " + loss);
             listener.close();
         } finally {
             Guest.peersResult(60, "cifs-umount", mnt.toString());
         }
-        String errors = Guest.peersResult(60, "dmesg-check").output;
-        Guest.record(Guest.transport() + " kernel log after cifs -> engine: " + (errors.isBlank() ? "clean" : errors.trim()));
+        Guest.Result dmesg = Guest.peersResult(60, "dmesg-check");
+        Guest.record(Guest.transport() + " kernel log after cifs -> engine over " + family + ": "
+                + (dmesg.exit == 0 ? "no SMB Direct error" : dmesg.output.trim()));
+        assertTrue(dmesg.output.contains("RDMA transport established"), "cifs logged its SMB Direct session:\n"
+                + dmesg.output);
+        assertEquals(0, dmesg.exit, "no SMB Direct error in the kernel log:\n" + dmesg.output);
+    }
+
+    /**
+     * An SMB2 ERROR response (MS-SMB2 2.2.2) to a request: the request's header with the
+     * SMB2_FLAGS_SERVER_TO_REDIR flag, the status and one credit granted, then StructureSize 9,
+     * no error context, ByteCount 0 and the one byte of ErrorData the structure requires.
+     */
+    static byte[] smb2ErrorResponse(byte[] request, int status) {
+        ByteBuffer r = ByteBuffer.allocate(64 + 9).order(ByteOrder.LITTLE_ENDIAN);
+        r.put(request, 0, 64);
+        r.putInt(8, status);
+        r.putShort(14, (short) 1); // CreditResponse
+        r.putInt(16, ByteBuffer.wrap(request).order(ByteOrder.LITTLE_ENDIAN).getInt(16) | 0x1); // SERVER_TO_REDIR
+        r.putInt(20, 0); // NextCommand
+        r.position(64);
+        r.putShort((short) 9).put((byte) 0).put((byte) 0).putInt(0).put((byte) 0);
+        return r.array();
     }
 
     /**

@@ -38,6 +38,11 @@ final class Guest {
         return InetAddress.getByName(env("RDMA_VM_IP", "10.99.0.1"));
     }
 
+    /** The guest's IPv6 RDMA address (run-in-vm.sh's RDMA_VM_IP6 on the same interface). */
+    static InetAddress address6() throws IOException {
+        return InetAddress.getByName(env("RDMA_VM_IP6", "fd99::1"));
+    }
+
     /** {@code rxe} or {@code siw}. */
     static String transport() {
         return System.getProperty("interop.transport", "rxe");
