@@ -1,0 +1,92 @@
+package org.smbdirect.smbj;
+
+import org.osgi.annotation.versioning.ProviderType;
+
+/**
+ * Counters of the READ and WRITE requests an {@link SmbjTransport} carried, by the path their data
+ * took: through the RDMA channel (the server moved the data by RDMA Read or RDMA Write) or inline
+ * in SMB Direct messages. A snapshot; counters only grow.
+ */
+@ProviderType
+public interface RdmaChannelStatistics {
+
+    /**
+     * WRITE requests whose data the server RDMA-read from a registered buffer.
+     *
+     * @return the count
+     */
+    long rdmaWrites();
+
+    /**
+     * Bytes of those WRITE requests.
+     *
+     * @return the count
+     */
+    long rdmaWriteBytes();
+
+    /**
+     * READ requests whose data the server RDMA-wrote into a registered buffer.
+     *
+     * @return the count
+     */
+    long rdmaReads();
+
+    /**
+     * Bytes of those READ requests (as the server reported them moved).
+     *
+     * @return the count
+     */
+    long rdmaReadBytes();
+
+    /**
+     * WRITE requests whose data travelled inline.
+     *
+     * @return the count
+     */
+    long inlineWrites();
+
+    /**
+     * Bytes of those WRITE requests.
+     *
+     * @return the count
+     */
+    long inlineWriteBytes();
+
+    /**
+     * READ requests sent with their data to come back inline.
+     *
+     * @return the count
+     */
+    long inlineReads();
+
+    /**
+     * Bytes those READ requests asked for.
+     *
+     * @return the count
+     */
+    long inlineReadBytes();
+
+    /**
+     * Registrations the server invalidated with its response (Send with Invalidate, requested by
+     * SMB2_CHANNEL_RDMA_V1_INVALIDATE).
+     *
+     * @return the count
+     */
+    long remoteInvalidations();
+
+    /**
+     * Registrations this side invalidated and deregistered itself when the response came without
+     * remote invalidation (SMB 3.0, or a provider that cannot receive it).
+     *
+     * @return the count
+     */
+    long localInvalidations();
+
+    /**
+     * Responses that failed signature verification (MS-SMB2 3.2.5.1.3); each ended its connection
+     * with an exception saying so.
+     *
+     * @return the count
+     */
+    long signatureFailures();
+}

@@ -1,0 +1,189 @@
+package org.smbdirect.smbj;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How an {@link SmbjTransport} uses SMB Direct. Immutable; {@link #builder()} checks each value
+ * and names the field and its range when one is out of it.
+ */
+public final class SmbjOptions {
+    /** The default threshold: 4 KiB, as the Linux client's rdma_readwrite_threshold. */
+    public static final int DEFAULT_RDMA_THRESHOLD = 4096;
+
+    private static final SmbjOptions DEFAULTS = builder().build();
+
+    private final boolean rdmaChannel;
+    private final int rdmaThreshold;
+    private final boolean remoteInvalidation;
+    private final Duration connectTimeout;
+
+    private SmbjOptions(Builder b) {
+        rdmaChannel = b.rdmaChannel;
+        rdmaThreshold = b.rdmaThreshold;
+        remoteInvalidation = b.remoteInvalidation;
+        connectTimeout = b.connectTimeout;
+    }
+
+    /**
+     * The defaults: RDMA channel on, threshold 4 KiB, remote invalidation on, 60 s to connect.
+     *
+     * @return the default options
+     */
+    public static SmbjOptions defaults() {
+        return DEFAULTS;
+    }
+
+    /**
+     * Starts from the defaults.
+     *
+     * @return a builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Starts from these options.
+     *
+     * @return a builder holding these values
+     */
+    public Builder toBuilder() {
+        return new Builder().rdmaChannel(rdmaChannel).rdmaThreshold(rdmaThreshold)
+                .remoteInvalidation(remoteInvalidation).connectTimeout(connectTimeout);
+    }
+
+    /**
+     * Whether READ and WRITE data may go through the RDMA channel at all; when {@code false}
+     * everything travels inline in SMB Direct messages.
+     *
+     * @return {@code true} by default
+     */
+    public boolean rdmaChannel() {
+        return rdmaChannel;
+    }
+
+    /**
+     * READ and WRITE requests of at least this many bytes move their data through the RDMA channel;
+     * smaller ones travel inline, unless they do not fit an SMB Direct message.
+     *
+     * @return bytes, 4096 by default
+     */
+    public int rdmaThreshold() {
+        return rdmaThreshold;
+    }
+
+    /**
+     * Whether to ask the server to invalidate the registration with its response
+     * (SMB2_CHANNEL_RDMA_V1_INVALIDATE, dialects 3.0.2 and 3.1.1); SMB 3.0 has only
+     * SMB2_CHANNEL_RDMA_V1, after which the client invalidates the registration itself.
+     *
+     * @return {@code true} by default
+     */
+    public boolean remoteInvalidation() {
+        return remoteInvalidation;
+    }
+
+    /**
+     * How long connecting and negotiating SMB Direct may take.
+     *
+     * @return 60 s by default
+     */
+    public Duration connectTimeout() {
+        return connectTimeout;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (!(o instanceof SmbjOptions)) {
+            return false;
+        }
+        SmbjOptions other = (SmbjOptions) o;
+        return rdmaChannel == other.rdmaChannel && rdmaThreshold == other.rdmaThreshold
+                && remoteInvalidation == other.remoteInvalidation && connectTimeout.equals(other.connectTimeout);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout);
+    }
+
+    @Override
+    public String toString() {
+        return "SmbjOptions[rdmaChannel=" + rdmaChannel + ", rdmaThreshold=" + rdmaThreshold
+                + ", remoteInvalidation=" + remoteInvalidation + ", connectTimeout=" + connectTimeout + "]";
+    }
+
+    /** Builds {@link SmbjOptions}. */
+    public static final class Builder {
+        private boolean rdmaChannel = true;
+        private int rdmaThreshold = DEFAULT_RDMA_THRESHOLD;
+        private boolean remoteInvalidation = true;
+        private Duration connectTimeout = Duration.ofSeconds(60);
+
+        private Builder() {
+        }
+
+        /**
+         * Sets {@link SmbjOptions#rdmaChannel()}.
+         *
+         * @param value whether the RDMA channel may be used
+         * @return this builder
+         */
+        public Builder rdmaChannel(boolean value) {
+            rdmaChannel = value;
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbjOptions#rdmaThreshold()}.
+         *
+         * @param bytes at least 1
+         * @return this builder
+         * @throws IllegalArgumentException when below 1
+         */
+        public Builder rdmaThreshold(int bytes) {
+            if (bytes < 1) {
+                throw new IllegalArgumentException("rdmaThreshold must be at least 1 byte, was " + bytes);
+            }
+            rdmaThreshold = bytes;
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbjOptions#remoteInvalidation()}.
+         *
+         * @param value whether to ask for remote invalidation where the dialect has it
+         * @return this builder
+         */
+        public Builder remoteInvalidation(boolean value) {
+            remoteInvalidation = value;
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbjOptions#connectTimeout()}.
+         *
+         * @param timeout between 1 s and 1 hour
+         * @return this builder
+         * @throws IllegalArgumentException when out of range
+         */
+        public Builder connectTimeout(Duration timeout) {
+            Objects.requireNonNull(timeout, "connectTimeout");
+            if (timeout.compareTo(Duration.ofSeconds(1)) < 0 || timeout.compareTo(Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("connectTimeout must be between 1 s and 1 hour, was " + timeout);
+            }
+            connectTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Builds the options.
+         *
+         * @return the options
+         */
+        public SmbjOptions build() {
+            return new SmbjOptions(this);
+        }
+    }
+}

@@ -1,0 +1,52 @@
+package org.smbdirect.smbj.internal;
+
+import java.security.MessageDigest;
+
+import javax.crypto.SecretKey;
+
+import com.hierynomus.security.Mac;
+import com.hierynomus.security.SecurityException;
+import com.hierynomus.security.SecurityProvider;
+
+/**
+ * MS-SMB2 3.1.4.1 Signing An Outgoing Message and 3.1.5.1 Verifying the Signature: the signature
+ * is the first 16 bytes of the MAC (HMAC-SHA256 for SMB 2.x, AES-128-CMAC for 3.x; the key's
+ * algorithm, as smbj derived it) over the whole message with its Signature field zeroed. The
+ * transport signs the RDMA-channel requests it builds in place of smbj's, and checks responses
+ * itself so that a bad signature ends in an exception rather than in smbj's silent drop.
+ */
+final class Smb2Signing {
+    private final SecurityProvider provider;
+
+    Smb2Signing(SecurityProvider provider) {
+        this.provider = provider;
+    }
+
+    /** Sets SMB2_FLAGS_SIGNED and the Signature field of the message in place. */
+    void sign(byte[] message, SecretKey key) throws SecurityException {
+        Smb2Messages.put32(message, Smb2Messages.FLAGS,
+                Smb2Messages.i32(message, Smb2Messages.FLAGS) | Smb2Messages.SMB2_FLAGS_SIGNED);
+        byte[] signature = signature(message, key);
+        System.arraycopy(signature, 0, message, Smb2Messages.SIGNATURE, Smb2Messages.SIGNATURE_SIZE);
+    }
+
+    /** Whether the message's Signature field is the one its bytes and the key give. */
+    boolean verify(byte[] message, SecretKey key) throws SecurityException {
+        byte[] expected = signature(message, key);
+        byte[] received = new byte[Smb2Messages.SIGNATURE_SIZE];
+        System.arraycopy(message, Smb2Messages.SIGNATURE, received, 0, received.length);
+        byte[] first16 = new byte[Smb2Messages.SIGNATURE_SIZE];
+        System.arraycopy(expected, 0, first16, 0, first16.length);
+        return MessageDigest.isEqual(first16, received);
+    }
+
+    private byte[] signature(byte[] message, SecretKey key) throws SecurityException {
+        Mac mac = provider.getMac(key.getAlgorithm());
+        mac.init(key.getEncoded());
+        mac.update(message, 0, Smb2Messages.SIGNATURE);
+        mac.update(new byte[Smb2Messages.SIGNATURE_SIZE]);
+        int rest = Smb2Messages.SIGNATURE + Smb2Messages.SIGNATURE_SIZE;
+        mac.update(message, rest, message.length - rest);
+        return mac.doFinal();
+    }
+}

@@ -1,0 +1,436 @@
+package org.smbdirect.smbj.internal;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.concurrent.ConcurrentHashMap;
+
+import javax.crypto.SecretKey;
+
+import org.smbdirect.smbj.SmbjOptions;
+import org.smbdirect.transport.BufferDescriptorV1;
+import org.smbdirect.transport.ConnectionHandler;
+import org.smbdirect.transport.ConnectionLoss;
+import org.smbdirect.transport.ConnectionParameters;
+import org.smbdirect.transport.RegisteredBuffer;
+import org.smbdirect.transport.RemoteAccess;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectException;
+
+import com.hierynomus.mssmb2.SMB2Dialect;
+import com.hierynomus.mssmb2.SMB2Packet;
+import com.hierynomus.mssmb2.SMB2PacketData;
+import com.hierynomus.mssmb2.messages.SMB2ReadRequest;
+import com.hierynomus.mssmb2.messages.SMB2WriteRequest;
+import com.hierynomus.protocol.commons.buffer.Buffer;
+import com.hierynomus.protocol.transport.PacketHandlers;
+import com.hierynomus.protocol.transport.TransportException;
+import com.hierynomus.protocol.transport.TransportLayer;
+import com.hierynomus.security.SecurityException;
+import com.hierynomus.smb.SMBBuffer;
+import com.hierynomus.smb.SMBPacket;
+import com.hierynomus.smb.SMBPacketData;
+import com.hierynomus.smbj.SmbConfig;
+import com.hierynomus.smbj.connection.Connection;
+import com.hierynomus.smbj.connection.PacketEncryptor;
+import com.hierynomus.smbj.connection.PacketSignatory;
+import com.hierynomus.smbj.session.Session;
+
+/**
+ * One smbj connection over one SMB Direct connection. Every SMB2 message smbj writes is one SMB
+ * Direct message (MS-SMB2 2.1: no Direct TCP header; the engine fragments up to the peer's
+ * MaxFragmentedSize, MS-SMBD 3.1.5.4), and every message the engine delivers goes to smbj's
+ * packet handlers, except that:
+ * <ul>
+ * <li>a READ or WRITE request of at least the threshold (or too large to travel inline) is sent
+ * through the RDMA channel (MS-SMB2 3.2.4.6, 3.2.4.7): its data is copied into a registered
+ * buffer (MS-SMBD 3.1.4.3), the request carries the buffer's descriptors instead of inline data,
+ * and is signed here as smbj would have signed it;</li>
+ * <li>when the response to such a request arrives, the registration ends before smbj sees the
+ * response: the server invalidated it (Send with Invalidate), or this side deregisters it, which
+ * invalidates it (MS-SMBD 3.1.4.4); a READ's data is handed to smbj with the response;</li>
+ * <li>signed responses are verified here too (MS-SMB2 3.2.5.1.3), so that one with a bad
+ * signature ends the connection with an exception saying so, where smbj alone would drop it and
+ * leave the caller waiting for its timeout.</li>
+ * </ul>
+ */
+final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, ConnectionHandler {
+    private static final System.Logger LOG = System.getLogger(SmbDirectTransportLayer.class.getName());
+    private static final Duration SEND_TIMEOUT = Duration.ofSeconds(60);
+    /** smbj connects to 445 unless told otherwise: the transport takes it as "SMB Direct's port". */
+    private static final int SMB_PORT = 445;
+
+    private final SmbjTransportImpl owner;
+    private final SmbDirect transport;
+    private final PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers;
+    private final SmbConfig config;
+    private final SmbjOptions options;
+    private final Statistics statistics;
+    private final Smb2Signing signing;
+    /** smbj's connection, when smbj made this layer (always, outside tests of this class). */
+    private final Connection smbj;
+    private final Map<Long, PendingRequest> pending = new ConcurrentHashMap<>();
+    private final Map<Long, byte[]> rdmaReadData = new ConcurrentHashMap<>();
+    private final BufferPool buffers = new BufferPool();
+    private volatile SmbDirectConnection connection;
+    private volatile Limits limits;
+    private volatile boolean closing;
+
+    SmbDirectTransportLayer(SmbjTransportImpl owner, PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers,
+            SmbConfig config) {
+        this.owner = owner;
+        this.transport = owner.transport();
+        this.handlers = handlers;
+        this.config = config;
+        this.options = owner.options();
+        this.statistics = owner.counters();
+        this.signing = new Smb2Signing(config.getSecurityProvider());
+        if (handlers.getReceiver() instanceof Connection) {
+            SmbjInternals.check();
+            smbj = (Connection) handlers.getReceiver();
+            // smbj's Connection builds its response chain, with this converter, right after it made its
+            // transport layer; what converts READ responses must be in place before the first one.
+            smbj.setMessageConverter(new RdmaMessageConverter(this));
+        } else {
+            smbj = null;
+        }
+    }
+
+    /** The SMB Direct connection, once connected. */
+    SmbDirectConnection connection() {
+        return connection;
+    }
+
+    Connection smbjConnection() {
+        return smbj;
+    }
+
+    /** What the connection carries; set when connected, before smbj's NEGOTIATE. */
+    Limits limits() {
+        return limits;
+    }
+
+    /** The data the server RDMA-wrote for a READ request, once its response arrived. */
+    byte[] takeRdmaReadData(long messageId) {
+        return rdmaReadData.remove(messageId);
+    }
+
+    @Override
+    public void connect(InetSocketAddress remoteAddress) throws IOException {
+        if (remoteAddress.isUnresolved()) {
+            throw new IOException("cannot resolve the host name " + remoteAddress.getHostString());
+        }
+        // port 0: the engine's default for the provider's transport (445, or 5445 on iWARP)
+        int port = remoteAddress.getPort() == SMB_PORT ? 0 : remoteAddress.getPort();
+        InetSocketAddress target = new InetSocketAddress(remoteAddress.getAddress(), port);
+        String where = remoteAddress.getAddress().getHostAddress() + ":" + (port == 0 ? transport.defaultPort() : port);
+        try {
+            SmbDirectConnection c = transport.connect(target, this, options.connectTimeout());
+            limits = Limits.of(c.parameters(), options, config.isEncryptData());
+            connection = c;
+            owner.opened(this);
+            LOG.log(System.Logger.Level.DEBUG, () -> "SMB Direct to " + where + ": " + limits);
+        } catch (SmbDirectException e) {
+            throw new IOException("no SMB Direct connection to " + where + " over " + transport.provider() + ": "
+                    + e.getMessage() + ". Does the server have SMB Direct, and does it listen on this port "
+                    + "(445 on InfiniBand and RoCE, 5445 on iWARP)?", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while connecting to " + where, e);
+        }
+    }
+
+    @Override
+    public void write(SMBPacket<?, ?> packet) throws TransportException {
+        SmbDirectConnection c = connection;
+        if (c == null || !c.isOpen()) {
+            throw new TransportException("the SMB Direct connection is " + (c == null ? "not open" : "closed"
+                    + c.loss().map(l -> " (" + l.message() + ")").orElse("")) + ": cannot send " + packet);
+        }
+        if (packet instanceof SMB2Packet) {
+            SMB2Packet inner = ((SMB2Packet) packet).getPacket();
+            if (inner instanceof SMB2ReadRequest || inner instanceof SMB2WriteRequest) {
+                if (readOrWrite(c, (SMB2Packet) packet, inner)) {
+                    return;
+                }
+            }
+        }
+        Buffer<?> data = handlers.getSerializer().write(packet);
+        if (data.available() > c.parameters().maxFragmentedSendSize()) {
+            throw new TransportException(packet + " is " + data.available() + " bytes, more than SMB Direct carries in "
+                    + "one message to this server (MaxFragmentedSendSize " + c.parameters().maxFragmentedSendSize() + ")");
+        }
+        send(c, ByteBuffer.wrap(data.array(), data.rpos(), data.available()), packet);
+    }
+
+    /**
+     * Sends a READ or WRITE through the RDMA channel where it should go there; returns {@code false}
+     * when it goes inline (after checking that it fits).
+     */
+    private boolean readOrWrite(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner) throws TransportException {
+        boolean read = inner instanceof SMB2ReadRequest;
+        // SMB2MultiCreditPacket: the data is the payload the granted credits cover (MS-SMB2 3.1.5.2)
+        int length = Math.min(inner.getMaxPayloadSize(),
+                SMB2Packet.SINGLE_CREDIT_PAYLOAD_SIZE * Math.max(1, inner.getHeader().getCreditCharge()));
+        boolean encrypted = packet instanceof PacketEncryptor.EncryptedPacketWrapper;
+        SMB2Dialect dialect = smbj == null ? SMB2Dialect.UNKNOWN : smbj.getNegotiatedProtocol().getDialect();
+        Limits l = limits;
+        boolean possible = !encrypted && smbj != null && (read ? l.rdmaReads(dialect) : l.rdmaWrites(dialect));
+        int inline = read ? l.inlineRead : l.inlineWrite;
+        if (possible && (length >= l.threshold || length > inline)) {
+            rdmaChannel(c, packet, inner, read, l.channel(dialect));
+            return true;
+        }
+        if (length > inline) {
+            throw new TransportException(String.format("%s of %d bytes %s inline, and SMB Direct carries at most %d bytes "
+                    + "of %s data in one message to this server%s", read ? "READ" : "WRITE", length,
+                    encrypted ? "on an encrypted session must travel" : "would travel", inline, read ? "READ" : "WRITE",
+                    encrypted ? " (MS-SMB2 2.2.43: no RDMA channel for an encrypted session without RDMA transforms); "
+                            + "build smbj's SmbConfig withEncryptData(true) so that smbj sizes its requests for that" : ""));
+        }
+        (read ? statistics.inlineReads : statistics.inlineWrites).incrementAndGet();
+        (read ? statistics.inlineReadBytes : statistics.inlineWriteBytes).addAndGet(length);
+        return false;
+    }
+
+    /** MS-SMB2 3.2.4.6 / 3.2.4.7 over MS-SMBD 3.1.4.3: register, describe, sign, send. */
+    private void rdmaChannel(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, boolean read, int channel)
+            throws TransportException {
+        // smbj's own request, serialized once (a WRITE takes its data from smbj's chunk provider here)
+        SMBBuffer raw = new SMBBuffer();
+        inner.write(raw);
+        byte[] request = raw.getCompactData();
+        int length = Smb2Messages.i32(request, read ? Smb2Messages.READ_LENGTH : Smb2Messages.WRITE_LENGTH);
+        long messageId = inner.getHeader().getMessageId();
+        ByteBuffer buffer = buffers.take(length);
+        RegisteredBuffer registration = null;
+        byte[] message;
+        try {
+            if (!read) {
+                buffer.put(request, Smb2Messages.u16(request, Smb2Messages.WRITE_DATA_OFFSET), length).flip();
+            }
+            registration = c.register(buffer, read ? RemoteAccess.WRITE : RemoteAccess.READ);
+            List<BufferDescriptorV1> descriptors = registration.descriptors();
+            message = read ? Smb2Messages.rdmaReadRequest(request, channel, descriptors)
+                    : Smb2Messages.rdmaWriteRequest(request, channel, descriptors, length);
+            if (packet instanceof PacketSignatory.SignedPacketWrapper) {
+                signing.sign(message, signingKey(inner));
+            }
+        } catch (SmbDirectException | SecurityException | TransportException | RuntimeException e) {
+            release(registration, buffer);
+            throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
+        }
+        // the response may arrive before the send completes: the request is pending first
+        pending.put(messageId, new PendingRequest(read, length, buffer, registration));
+        try {
+            send(c, ByteBuffer.wrap(message), packet);
+        } catch (TransportException e) {
+            PendingRequest p = pending.remove(messageId);
+            if (p != null) {
+                release(p.registration, p.buffer);
+            }
+            throw e;
+        }
+        (read ? statistics.rdmaReads : statistics.rdmaWrites).incrementAndGet();
+        if (!read) {
+            statistics.rdmaWriteBytes.addAndGet(length);
+        }
+    }
+
+    private SecretKey signingKey(SMB2Packet inner) throws TransportException {
+        Session session = SmbjInternals.session(smbj, inner.getHeader().getSessionId());
+        SecretKey key = session == null ? null : session.getSigningKey(inner.getHeader(), true);
+        if (key == null) {
+            throw new TransportException("no signing key for session " + inner.getHeader().getSessionId());
+        }
+        return key;
+    }
+
+    private void send(SmbDirectConnection c, ByteBuffer message, SMBPacket<?, ?> packet) throws TransportException {
+        try {
+            c.sendAndWait(message, SEND_TIMEOUT);
+        } catch (SmbDirectException e) {
+            throw new TransportException("sending " + packet + " over SMB Direct failed: " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TransportException("interrupted while sending " + packet, e);
+        }
+    }
+
+    @Override
+    public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
+        byte[] bytes = new byte[message.remaining()];
+        message.get(bytes);
+        try {
+            if (Smb2Messages.isSmb2(bytes)) {
+                long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
+                PendingRequest p = pending.get(messageId);
+                if (p != null && !interim(bytes)) {
+                    pending.remove(messageId);
+                    complete(messageId, p, bytes, invalidatedToken);
+                }
+            }
+            if (!handlers.getPacketFactory().canHandle(bytes)) {
+                handlers.getReceiver().handleError(new TransportException("the server sent " + bytes.length
+                        + " bytes that are no SMB message"));
+                return;
+            }
+            SMBPacketData<?> data = handlers.getPacketFactory().read(bytes);
+            if (data instanceof SMB2PacketData && !signatureVerified((SMB2PacketData) data, bytes)) {
+                return;
+            }
+            handlers.getReceiver().handle(data);
+        } catch (Exception | LinkageError e) {
+            LOG.log(System.Logger.Level.WARNING, "a message from the server could not be handled: " + e, e);
+            handlers.getReceiver().handleError(e);
+        }
+    }
+
+    /** MS-SMB2 3.2.5.1.5: an interim response (STATUS_PENDING, async) is not the response yet. */
+    private static boolean interim(byte[] m) {
+        return (Smb2Messages.i32(m, Smb2Messages.FLAGS) & Smb2Messages.SMB2_FLAGS_ASYNC_COMMAND) != 0
+                && Smb2Messages.i32(m, Smb2Messages.STATUS) == Smb2Messages.STATUS_PENDING;
+    }
+
+    /**
+     * The response to an RDMA-channel request arrived: the server's RDMA is over (its Send comes
+     * after its RDMA Writes, and it answers a WRITE after its RDMA Reads), so the registration
+     * ends now, and a READ's data is taken out of the buffer for smbj.
+     */
+    private void complete(long messageId, PendingRequest p, byte[] response, OptionalInt invalidatedToken) {
+        try {
+            if (p.read && Smb2Messages.i32(response, Smb2Messages.STATUS) == 0
+                    && response.length >= Smb2Messages.READ_RESPONSE_DATA_REMAINING + 4
+                    && Smb2Messages.i32(response, Smb2Messages.READ_RESPONSE_DATA_LENGTH) == 0) {
+                // MS-SMB2 2.2.20: DataRemaining is what moved through the channel
+                int moved = Smb2Messages.i32(response, Smb2Messages.READ_RESPONSE_DATA_REMAINING);
+                if (moved < 0 || moved > p.length) {
+                    throw new IllegalStateException("the server says it RDMA-wrote " + (moved & 0xffffffffL)
+                            + " bytes into a buffer of " + p.length);
+                }
+                byte[] data = new byte[moved];
+                p.buffer.get(0, data);
+                rdmaReadData.put(messageId, data);
+                statistics.rdmaReadBytes.addAndGet(moved);
+            }
+        } finally {
+            boolean remote = !p.registration.isRegistered();
+            if (release(p.registration, p.buffer)) {
+                (remote ? statistics.remoteInvalidations : statistics.localInvalidations).incrementAndGet();
+                if (remote && invalidatedToken.isEmpty()) {
+                    LOG.log(System.Logger.Level.DEBUG, "registration ended without an invalidated token: " + p.registration);
+                }
+            }
+        }
+    }
+
+    /** Deregisters (MS-SMBD 3.1.4.4) and gives the buffer back; false when deregistration failed. */
+    private boolean release(RegisteredBuffer registration, ByteBuffer buffer) {
+        if (registration != null) {
+            try {
+                registration.deregister();
+            } catch (SmbDirectException e) {
+                // the peer may still reach the memory: never reuse it
+                LOG.log(System.Logger.Level.WARNING, "deregistering " + registration + " failed: " + e.getMessage());
+                registration.close();
+                return false;
+            }
+        }
+        buffers.give(buffer);
+        return true;
+    }
+
+    /**
+     * MS-SMB2 3.2.5.1.3, as smbj applies it (it skips SESSION_SETUP responses and unsolicited
+     * messages); compounded responses are left to smbj. On a mismatch the connection ends with an
+     * exception that says so.
+     */
+    private boolean signatureVerified(SMB2PacketData data, byte[] bytes) throws SecurityException {
+        int flags = Smb2Messages.i32(bytes, Smb2Messages.FLAGS);
+        long sessionId = Smb2Messages.u64(bytes, Smb2Messages.SESSION_ID);
+        if ((flags & Smb2Messages.SMB2_FLAGS_SIGNED) == 0 || sessionId == 0 || smbj == null
+                || Smb2Messages.u16(bytes, Smb2Messages.COMMAND) == Smb2Messages.COMMAND_SESSION_SETUP
+                || Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID) == -1L
+                || Smb2Messages.i32(bytes, Smb2Messages.NEXT_COMMAND) != 0) {
+            return true;
+        }
+        Session session = SmbjInternals.session(smbj, sessionId);
+        SecretKey key = session == null ? null : session.getSigningKey(data.getHeader(), false);
+        if (key == null || signing.verify(bytes, key)) {
+            return true;
+        }
+        statistics.signatureFailures.incrementAndGet();
+        long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
+        rdmaReadData.remove(messageId);
+        String what = String.format("the server's %s response (message id %d, session %x) failed signature "
+                + "verification (MS-SMB2 3.2.5.1.3): discarded, and the connection closed",
+                data.getHeader().getMessage(), messageId, sessionId);
+        LOG.log(System.Logger.Level.ERROR, what);
+        handlers.getReceiver().handleError(new TransportException(what));
+        return false;
+    }
+
+    @Override
+    public void onConnectionLost(SmbDirectConnection c, ConnectionLoss loss) {
+        releaseAll();
+        owner.closed(this);
+        if (!closing) {
+            handlers.getReceiver().handleError(new TransportException("the SMB Direct connection to "
+                    + c.remoteAddress() + " was lost: " + loss.message()));
+        }
+    }
+
+    @Override
+    public void disconnect() throws IOException {
+        closing = true;
+        SmbDirectConnection c = connection;
+        if (c != null) {
+            c.close();
+        }
+        releaseAll();
+        owner.closed(this);
+    }
+
+    @Override
+    public boolean isConnected() {
+        SmbDirectConnection c = connection;
+        return c != null && c.isOpen();
+    }
+
+    /** Requests that will get no response any more: their registrations end here. */
+    private void releaseAll() {
+        List<PendingRequest> left = new ArrayList<>(pending.values());
+        pending.clear();
+        rdmaReadData.clear();
+        for (PendingRequest p : left) {
+            p.registration.close();
+        }
+    }
+
+    /** An RDMA-channel request waiting for its response. */
+    private static final class PendingRequest {
+        final boolean read;
+        final int length;
+        final ByteBuffer buffer;
+        final RegisteredBuffer registration;
+
+        PendingRequest(boolean read, int length, ByteBuffer buffer, RegisteredBuffer registration) {
+            this.read = read;
+            this.length = length;
+            this.buffer = buffer;
+            this.registration = registration;
+        }
+    }
+
+    /** For the tests and the command: what this connection carries. */
+    ConnectionParameters parameters() {
+        SmbDirectConnection c = connection;
+        return c == null ? null : c.parameters();
+    }
+}

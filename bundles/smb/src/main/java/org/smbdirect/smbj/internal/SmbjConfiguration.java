@@ -1,0 +1,33 @@
+package org.smbdirect.smbj.internal;
+
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
+
+/**
+ * The typed OSGi configuration of the smbj transport (PID {@code org.smbdirect.smbj}); ranges are
+ * checked by {@link org.smbdirect.smbj.SmbjOptions}. Changes apply to connections made afterwards.
+ */
+@ObjectClassDefinition(name = "SMB3 over SMB Direct (smbj)",
+        description = "How smbj's READ and WRITE requests use SMB Direct. Changes apply to connections made afterwards.")
+@interface SmbjConfiguration {
+
+    @AttributeDefinition(name = "RDMA channel",
+            description = "Whether READ and WRITE data may move through the RDMA channel; otherwise all of it travels inline.")
+    boolean rdmaChannel() default true;
+
+    @AttributeDefinition(name = "RDMA threshold", min = "1",
+            description = "READ and WRITE requests of at least this many bytes move their data by RDMA (default 4096, as Linux).")
+    int rdmaThreshold() default 4096;
+
+    @AttributeDefinition(name = "Remote invalidation",
+            description = "Ask the server to invalidate each registration with its response (SMB 3.0.2 and 3.1.1).")
+    boolean remoteInvalidation() default true;
+
+    @AttributeDefinition(name = "Connect timeout", min = "1", max = "3600",
+            description = "Seconds that connecting and negotiating SMB Direct may take.")
+    int connectTimeoutSeconds() default 60;
+
+    @AttributeDefinition(name = "SMB Direct transport",
+            description = "Filter selecting the SmbDirect service to use, e.g. (component.name=org.smbdirect.protocol).")
+    String transport_target() default "(objectClass=org.smbdirect.transport.SmbDirect)";
+}

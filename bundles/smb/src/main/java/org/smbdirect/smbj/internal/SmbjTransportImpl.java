@@ -1,0 +1,106 @@
+package org.smbdirect.smbj.internal;
+
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.smbdirect.smbj.RdmaChannelStatistics;
+import org.smbdirect.smbj.SmbjOptions;
+import org.smbdirect.smbj.SmbjTransport;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConnection;
+
+import com.hierynomus.protocol.transport.PacketHandlers;
+import com.hierynomus.protocol.transport.TransportLayer;
+import com.hierynomus.smb.SMBPacket;
+import com.hierynomus.smb.SMBPacketData;
+import com.hierynomus.smbj.SmbConfig;
+import com.hierynomus.smbj.connection.Connection;
+
+/** {@link SmbjTransport} over one {@link SmbDirect} transport. */
+public final class SmbjTransportImpl implements SmbjTransport {
+    private final SmbDirect transport;
+    private final Statistics statistics = new Statistics();
+    private final Set<SmbDirectTransportLayer> layers = ConcurrentHashMap.newKeySet();
+    private volatile SmbjOptions options;
+
+    /**
+     * Makes the transport.
+     *
+     * @param transport the SMB Direct transport
+     * @param options the options for new connections
+     */
+    public SmbjTransportImpl(SmbDirect transport, SmbjOptions options) {
+        this.transport = Objects.requireNonNull(transport, "transport");
+        this.options = Objects.requireNonNull(options, "options");
+    }
+
+    @Override
+    public TransportLayer<SMBPacket<?, ?>> createTransportLayer(
+            PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers, SmbConfig config) {
+        return new SmbDirectTransportLayer(this, handlers, config);
+    }
+
+    /**
+     * Replaces the options; connections made from now on use them.
+     *
+     * @param newOptions the options
+     */
+    public void configure(SmbjOptions newOptions) {
+        options = Objects.requireNonNull(newOptions, "options");
+    }
+
+    @Override
+    public SmbjOptions options() {
+        return options;
+    }
+
+    @Override
+    public RdmaChannelStatistics statistics() {
+        return statistics.snapshot();
+    }
+
+    @Override
+    public Optional<SmbDirectConnection> connectionOf(Connection connection) {
+        for (SmbDirectTransportLayer l : layers) {
+            if (l.smbjConnection() == connection) {
+                return Optional.ofNullable(l.connection());
+            }
+        }
+        return Optional.empty();
+    }
+
+    @Override
+    public SmbDirect transport() {
+        return transport;
+    }
+
+    /** Closes the SMB Direct connections this transport made and that are still open. */
+    public void closeAll() {
+        for (SmbDirectTransportLayer l : layers) {
+            try {
+                l.disconnect();
+            } catch (java.io.IOException e) {
+                // closing a connection reports nothing worth stopping for
+            }
+        }
+    }
+
+    Statistics counters() {
+        return statistics;
+    }
+
+    void opened(SmbDirectTransportLayer layer) {
+        layers.add(layer);
+    }
+
+    void closed(SmbDirectTransportLayer layer) {
+        layers.remove(layer);
+    }
+
+    @Override
+    public String toString() {
+        return "SmbjTransport[" + transport.provider() + ", " + options + "]";
+    }
+}

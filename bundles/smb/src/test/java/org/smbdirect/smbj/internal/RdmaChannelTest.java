@@ -1,0 +1,265 @@
+package org.smbdirect.smbj.internal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.ServiceLoader;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.rdma.RdmaProviderFactory;
+import org.smbdirect.smbj.RdmaChannelStatistics;
+import org.smbdirect.smbj.SmbjOptions;
+import org.smbdirect.smbj.SmbjTransport;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectFactory;
+
+import com.hierynomus.mssmb2.SMB2Dialect;
+import com.hierynomus.mssmb2.SMB2FileId;
+import com.hierynomus.mssmb2.messages.SMB2ReadRequest;
+import com.hierynomus.mssmb2.messages.SMB2ReadResponse;
+import com.hierynomus.mssmb2.messages.SMB2WriteRequest;
+import com.hierynomus.mssmb2.messages.SMB2WriteResponse;
+import com.hierynomus.protocol.transport.TransportException;
+import com.hierynomus.smbj.SMBClient;
+import com.hierynomus.smbj.connection.Connection;
+import com.hierynomus.smbj.io.ArrayByteChunkProvider;
+
+/**
+ * smbj over the engine on the simulated fabric, against {@link FakeSmb2Server}: smbj's own READ
+ * and WRITE requests, sent as smbj sends them, take the RDMA channel at the threshold and travel
+ * inline below it; the server finds the channel fields where MS-SMB2 2.2.19 and 2.2.21 put them
+ * and moves the data by RDMA; registrations end with the response; smbj's negotiated sizes follow
+ * the SMB Direct connection's.
+ */
+class RdmaChannelTest {
+    private static final int MIB = 1 << 20;
+    private static final SMB2FileId FILE = new SMB2FileId(new byte[] {1, 2, 3, 4, 5, 6, 7, 8},
+            new byte[] {9, 10, 11, 12, 13, 14, 15, 16});
+
+    private RdmaProvider provider;
+    private SmbDirect transport;
+    private FakeSmb2Server server;
+    private SMBClient client;
+    private SmbjTransport smbj;
+    private Connection connection;
+
+    private void start(SMB2Dialect dialect, SmbjOptions options, SmbDirectConfig config) throws Exception {
+        for (RdmaProviderFactory f : ServiceLoader.load(RdmaProviderFactory.class)) {
+            if (f.type().equals("sim")) {
+                provider = f.create(Map.of("fabric", "smbj-" + UUID.randomUUID())).get(0);
+            }
+        }
+        transport = ServiceLoader.load(SmbDirectFactory.class).findFirst().orElseThrow().create(List.of(provider), config);
+        server = new FakeSmb2Server(transport, new InetSocketAddress(provider.addresses().get(0), 0));
+        server.dialect = dialect.getValue();
+        smbj = SmbjTransport.create(transport, options);
+        client = new SMBClient(smbj.configBuilder().withDialects(dialect).withTimeout(30, TimeUnit.SECONDS).build());
+        connection = client.connect(server.address().getAddress().getHostAddress(), server.address().getPort());
+    }
+
+    private void start(SMB2Dialect dialect) throws Exception {
+        start(dialect, SmbjOptions.defaults(), SmbDirectConfig.defaults());
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (client != null) {
+            client.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+        if (transport != null) {
+            transport.close();
+        }
+        if (provider != null) {
+            provider.close();
+        }
+    }
+
+    private SmbDirectConnection direct() {
+        return smbj.connectionOf(connection).orElseThrow();
+    }
+
+    private int write(byte[] data, long offset) throws Exception {
+        SMB2WriteRequest w = new SMB2WriteRequest(connection.getNegotiatedProtocol().getDialect(), FILE, 0, 0,
+                new ArrayByteChunkProvider(data, offset), connection.getNegotiatedProtocol().getMaxWriteSize());
+        SMB2WriteResponse r = connection.<SMB2WriteResponse>send(w).get(30, TimeUnit.SECONDS);
+        assertEquals(0, r.getHeader().getStatusCode(), "WRITE status");
+        return r.getBytesWritten();
+    }
+
+    private SMB2ReadResponse read(long offset, int length) throws Exception {
+        SMB2ReadRequest r = new SMB2ReadRequest(connection.getNegotiatedProtocol().getDialect(), FILE, 0, 0, offset, length);
+        return connection.<SMB2ReadResponse>send(r).get(30, TimeUnit.SECONDS);
+    }
+
+    private ByteBuffer lastRequest() {
+        List<byte[]> all = server.requests;
+        return ByteBuffer.wrap(all.get(all.size() - 1)).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private static byte[] random(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    @Test
+    void writeAndRead_atThreshold_throughRdmaChannelWithRemoteInvalidation_smb302() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        byte[] data = random(4096, 1);
+        assertEquals(4096, write(data, 0));
+        ByteBuffer w = lastRequest();
+        // MS-SMB2 2.2.21: Length and DataOffset 0, Channel RDMA_V1_INVALIDATE, RemainingBytes the data
+        assertEquals(0, w.getShort(66), "DataOffset");
+        assertEquals(0, w.getInt(68), "Length");
+        assertEquals(2, w.getInt(96), "Channel");
+        assertEquals(4096, w.getInt(100), "RemainingBytes");
+        assertEquals(112, w.getShort(104), "WriteChannelInfoOffset");
+        assertEquals(16, w.getShort(106), "WriteChannelInfoLength");
+        assertEquals(112 + 16, w.capacity(), "nothing inline");
+        assertArrayEquals(data, server.content, "the server RDMA-read the data");
+
+        SMB2ReadResponse r = read(0, 4096);
+        ByteBuffer q = lastRequest();
+        // MS-SMB2 2.2.19: Channel, ReadChannelInfoOffset/Length, the descriptor as Buffer
+        assertEquals(4096, q.getInt(68), "Length");
+        assertEquals(2, q.getInt(100), "Channel");
+        assertEquals(112, q.getShort(108), "ReadChannelInfoOffset");
+        assertEquals(16, q.getShort(110), "ReadChannelInfoLength");
+        assertEquals(4096, q.getInt(112 + 12), "the descriptor's length");
+        assertArrayEquals(data, r.getData(), "smbj got what the server RDMA-wrote");
+        assertEquals(4096, r.getDataLength());
+
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(1, s.rdmaWrites());
+        assertEquals(1, s.rdmaReads());
+        assertEquals(4096, s.rdmaWriteBytes());
+        assertEquals(4096, s.rdmaReadBytes());
+        assertEquals(2, s.remoteInvalidations(), "the server invalidated both with its response");
+        assertEquals(0, s.localInvalidations());
+        assertEquals(0, direct().statistics().registrationsLive(), "no registration left");
+    }
+
+    @Test
+    void belowThreshold_travelsInline() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        byte[] data = random(4095, 2);
+        assertEquals(4095, write(data, 0));
+        ByteBuffer w = lastRequest();
+        assertEquals(0, w.getInt(96), "Channel NONE");
+        assertEquals(4095, w.getInt(68), "Length");
+        assertEquals(112, w.getShort(66), "DataOffset");
+        SMB2ReadResponse r = read(0, 4095);
+        assertEquals(0, lastRequest().getInt(100), "READ Channel NONE");
+        assertArrayEquals(data, r.getData());
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(0, s.rdmaWrites() + s.rdmaReads());
+        assertEquals(1, s.inlineWrites());
+        assertEquals(1, s.inlineReads());
+        assertEquals(4095, s.inlineWriteBytes());
+    }
+
+    @Test
+    void smb30_usesRdmaV1_andInvalidatesLocally() throws Exception {
+        start(SMB2Dialect.SMB_3_0);
+        byte[] data = random(MIB + 1, 3);
+        int written = 0;
+        while (written < data.length) {
+            written += write(java.util.Arrays.copyOfRange(data, written, data.length), written);
+            assertEquals(1, lastRequest().getInt(96), "SMB 3.0 has only SMB2_CHANNEL_RDMA_V1");
+        }
+        assertArrayEquals(data, server.content);
+        byte[] back = new byte[data.length];
+        int got = 0;
+        while (got < back.length) {
+            byte[] part = read(got, back.length - got).getData();
+            System.arraycopy(part, 0, back, got, part.length);
+            got += part.length;
+        }
+        assertArrayEquals(data, back);
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(0, s.remoteInvalidations());
+        assertEquals(s.rdmaReads() + s.rdmaWrites(), s.localInvalidations(), "each registration invalidated here");
+        assertEquals(0, direct().statistics().registrationsLive());
+    }
+
+    @Test
+    void negotiatedSizes_followTheSmbDirectConnection() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2, SmbjOptions.defaults(), SmbDirectConfig.builder().maxReadWriteSize(2 * MIB).build());
+        var p = direct().parameters();
+        var n = connection.getNegotiatedProtocol();
+        assertEquals(2 * MIB, p.maxReadWriteSize());
+        assertEquals(2 * MIB, n.getMaxReadSize(), "READ through the channel: MaxReadWriteSize, not the server's 8 MiB");
+        assertEquals(2 * MIB, n.getMaxWriteSize());
+        assertTrue(n.getMaxTransactSize() <= Math.min(p.maxFragmentedSendSize(), p.maxFragmentedRecvSize()) - 256,
+                "transact fits one message each way: " + n.getMaxTransactSize());
+    }
+
+    @Test
+    void withoutRdmaChannel_sizesAreInline_andLargeWritesFitOneMessage() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2, SmbjOptions.builder().rdmaChannel(false).build(), SmbDirectConfig.defaults());
+        var p = direct().parameters();
+        int max = connection.getNegotiatedProtocol().getMaxWriteSize();
+        assertTrue(max + 112 <= p.maxFragmentedSendSize(), max + " bytes of WRITE data fit MaxFragmentedSendSize");
+        assertTrue(connection.getNegotiatedProtocol().getMaxReadSize() + 80 <= p.maxFragmentedRecvSize());
+        byte[] data = random(max, 4);
+        assertEquals(max, write(data, 0));
+        assertEquals(0, lastRequest().getInt(96), "inline");
+        assertArrayEquals(data, read(0, max).getData());
+        assertTrue(direct().statistics().fragmentsSent() > direct().statistics().messagesSent(), "fragmented");
+        assertEquals(0, smbj.statistics().rdmaWrites() + smbj.statistics().rdmaReads());
+    }
+
+    @Test
+    void inlineRequestTooLargeForOneMessage_isRefusedClearly() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2, SmbjOptions.builder().rdmaChannel(false).build(), SmbDirectConfig.defaults());
+        int tooLarge = direct().parameters().maxFragmentedSendSize();
+        SMB2WriteRequest w = new SMB2WriteRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0,
+                new ArrayByteChunkProvider(new byte[tooLarge], 0), tooLarge);
+        TransportException e = assertThrows(TransportException.class, () -> connection.send(w));
+        assertTrue(e.getMessage().contains("SMB Direct carries at most"), e.getMessage());
+        assertEquals(1, server.requests.size(), "nothing but NEGOTIATE reached the server");
+    }
+
+    @Test
+    void errorResponse_endsTheRegistration() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        server.mode = FakeSmb2Server.Mode.FAIL_END_OF_FILE;
+        SMB2ReadResponse r = read(0, 64 * 1024);
+        assertEquals(FakeSmb2Server.STATUS_END_OF_FILE & 0xffffffffL, r.getHeader().getStatusCode());
+        assertEquals(2, lastRequest().getInt(100), "it went through the channel");
+        assertEquals(0, direct().statistics().registrationsLive(), "no registration left");
+        assertEquals(1, smbj.statistics().localInvalidations(), "an error response invalidates nothing remotely");
+    }
+
+    @Test
+    void serverGoneMidRequest_failsTheRequest_andLeavesNothingRegistered() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        SmbDirectConnection c = direct();
+        server.mode = FakeSmb2Server.Mode.DISCONNECT;
+        ExecutionException e = assertThrows(ExecutionException.class, () -> read(0, MIB));
+        assertTrue(String.valueOf(e.getCause()).contains("was lost"), String.valueOf(e.getCause()));
+        assertFalse(c.isOpen());
+        assertEquals(0, c.statistics().registrationsLive());
+        assertNotEquals(0, smbj.statistics().rdmaReads());
+    }
+}
