@@ -16,6 +16,9 @@
 #   linux-peers.sh ksmbd-debug on|off [COMP]  toggle ksmbd debug output into dmesg (COMP: all,
 #                                             smb, auth, vfs, oplock, ipc, conn, rdma; default all)
 #   linux-peers.sh ksmbd-stop                 stop ksmbd.mountd and the kernel server
+#   linux-peers.sh ksmbd-share-remove [NAME]  delete share NAME (default share) from the running
+#                                             server's configuration and reload it: new tree
+#                                             connects to it fail with BAD_NETWORK_NAME
 #   linux-peers.sh cifs-mount //IP/share MOUNTPOINT [EXTRA,OPTIONS]
 #                                             mount with rdma,nodfs,vers=3.0 and the user of
 #                                             ksmbd-start (LINUX_PEERS_USER/_PASS override)
@@ -131,6 +134,13 @@ lp_ksmbd_stop() {
   lp_log "ksmbd stopped"
 }
 
+lp_ksmbd_share_remove() {
+  local name=${1:-share} conf=$LINUX_PEERS_STATE/ksmbd.conf
+  ksmbd.addshare -c "$conf" -d "$name" >/dev/null || { lp_log "ksmbd.addshare -d $name failed"; return 1; }
+  ksmbd.control -r >/dev/null || { lp_log "ksmbd.control -r failed"; return 1; }
+  lp_log "share $name removed, configuration reloaded"
+}
+
 lp_cifs_mount() {
   local unc=${1:?usage: cifs-mount //IP/share MOUNTPOINT [options]} mnt=${2:?mount point}
   local extra=${3:-}
@@ -197,6 +207,7 @@ linux_peers() {
     ksmbd-port) lp_ksmbd_port;;
     ksmbd-debug) lp_ksmbd_debug "$@";;
     ksmbd-stop) lp_ksmbd_stop;;
+    ksmbd-share-remove) lp_ksmbd_share_remove "$@";;
     cifs-mount) lp_cifs_mount "$@";;
     cifs-umount) lp_cifs_umount "$@";;
     cifs-debugdata) lp_cifs_debugdata;;

@@ -102,6 +102,21 @@ final class Guest {
         return new Result(p.isAlive() ? -1 : p.exitValue(), text);
     }
 
+    /**
+     * Requests ksmbd served through the RDMA channel so far: with its debug component rdma, ksmbd
+     * logs "RDMA r/w request N: token T, length L" for each buffer descriptor; descriptor 0 starts
+     * a request.
+     */
+    static int ksmbdRdmaRequests() throws IOException, InterruptedException {
+        String log = run(60, List.of("dmesg")).output;
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("RDMA r/w request (0x)?0: token").matcher(log);
+        int n = 0;
+        while (m.find()) {
+            n++;
+        }
+        return n;
+    }
+
     /** Appends lines to {@code negotiated.txt}, which the host prints and the README quotes. */
     static void record(String line) {
         System.out.println(line);

@@ -10,14 +10,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.smbdirect.smbj.RdmaChannelStatistics;
+import org.smbdirect.smbj.SmbjOptions;
+import org.smbdirect.smbj.SmbjTransport;
 import org.smbdirect.transport.ConnectionParameters;
 import org.smbdirect.transport.ConnectionStatistics;
 import org.smbdirect.transport.SmbDirect;
@@ -39,19 +41,17 @@ import com.hierynomus.smbj.share.File;
 /**
  * The engine as client of the Linux kernel's SMB server, ksmbd: SMB Direct negotiation on the port
  * Linux uses for the transport (445 on RoCE, 5445 on iWARP), then a real SMB2 conversation driven
- * by smbj over the engine (NEGOTIATE, SESSION_SETUP, TREE_CONNECT, CREATE), and 16 MiB of file
- * data written and read back both through the RDMA channel (ksmbd moves the data by RDMA Read and
- * RDMA Write into the engine's registered buffers) and inline (fragmented SMB Direct messages).
- * The content is checked on ksmbd's share directory.
+ * by smbj over the engine through the product's transport (bundle org.smbdirect.smbj): NEGOTIATE,
+ * SESSION_SETUP (signed), TREE_CONNECT, CREATE, and 16 MiB of file data written and read back with
+ * smbj's own File API, both through the RDMA channel (ksmbd moves the data by RDMA Read and RDMA
+ * Write into the engine's registered buffers) and inline (fragmented SMB Direct messages). The
+ * content is checked on ksmbd's share directory.
  */
 class KsmbdServerTest {
     private static final int SIZE = 16 << 20;
     private static final int WAIT_SECONDS = 120;
 
     private static SmbDirect engine;
-
-    /** The transport smbj created last, to reach its SMB Direct connection. */
-    private final SmbDirectTransportLayer[] last = new SmbDirectTransportLayer[1];
 
     @BeforeAll
     static void startKsmbd() throws Exception {
@@ -98,7 +98,7 @@ class KsmbdServerTest {
         }
     }
 
-    /** SMB 3.0: SMB2_CHANNEL_RDMA_V1; the engine deregisters the buffers itself. */
+    /** SMB 3.0: SMB2_CHANNEL_RDMA_V1; the client invalidates and deregisters the buffers itself. */
     @Test
     void smb30_sixteenMiB_rdmaChannelAndInline() throws Exception {
         conversation(SMB2Dialect.SMB_3_0, "smb30.bin");
@@ -110,136 +110,85 @@ class KsmbdServerTest {
         conversation(SMB2Dialect.SMB_3_1_1, "smb311.bin");
     }
 
+    /**
+     * smbj's own File.write and File.read, signed, once over the product's transport with the RDMA
+     * channel and once with it turned off (everything inline, fragmented by the engine).
+     */
     private void conversation(SMB2Dialect dialect, String name) throws Exception {
-        // Inline messages must fit the sizes SMB Direct negotiated: ksmbd reassembles at most its
-        // MaxFragmentedSize (173,910 bytes with 6.1's defaults); the engine up to its own.
-        ConnectionParameters probe = probe();
-        // smbj sends whole 64 KiB credits of data per WRITE, hence multiples of 64 KiB.
-        int inlineWrite = roundDown(probe.maxFragmentedSendSize() - 512, 65536);
-        int inlineRead = roundDown(probe.maxFragmentedRecvSize() - 512, 65536);
-        SmbConfig config = SmbConfig.builder()
-                .withDialects(dialect)
-                .withWriteBufferSize(inlineWrite)
-                .withReadBufferSize(inlineRead)
-                .withTimeout(WAIT_SECONDS, TimeUnit.SECONDS)
-                .withTransportLayerFactory(SmbDirectTransportLayer.factory(engine, last))
-                .build();
         Path onShare = Guest.SHARE.resolve(name);
         Files.deleteIfExists(onShare);
         Random random = new Random(name.hashCode());
-        try (SMBClient client = new SMBClient(config);
-                Connection connection = client.connect(Guest.address().getHostAddress());
-                Session session = connection.authenticate(
-                        new AuthenticationContext(Guest.USER, Guest.PASSWORD.toCharArray(), "WORKGROUP"));
-                DiskShare share = (DiskShare) session.connectShare("share");
-                File file = share.openFile(name, EnumSet.of(AccessMask.GENERIC_ALL), null, SMB2ShareAccess.ALL,
-                        SMB2CreateDisposition.FILE_OVERWRITE_IF, null)) {
-            SmbDirectConnection direct = last[0].connection();
-            assertEquals(dialect, connection.getNegotiatedProtocol().getDialect());
-            int chunk = Math.min(1 << 20, Math.min(direct.parameters().maxReadWriteSize(),
-                    connection.getNegotiatedProtocol().getMaxWriteSize()));
-            Smb2RdmaChannel rdma = new Smb2RdmaChannel(session, share, direct);
-            int requests = SIZE / chunk;
-
-            // 1. WRITE through the RDMA channel: ksmbd RDMA-reads the engine's registered buffer.
-            byte[] up = new byte[SIZE];
-            random.nextBytes(up);
-            ByteBuffer source = ByteBuffer.allocateDirect(chunk);
-            int rdmaLinesBefore = ksmbdRdmaRequests();
-            long start = System.nanoTime();
-            for (int off = 0; off < SIZE; off += chunk) {
-                source.clear();
-                source.put(up, off, chunk).flip();
-                assertEquals(chunk, rdma.write(file, off, source), "bytes written at " + off);
+        SmbjTransport rdma = SmbjTransport.create(engine, SmbjOptions.defaults());
+        SmbjTransport inline = SmbjTransport.create(engine, SmbjOptions.builder().rdmaChannel(false).build());
+        StringBuilder line = new StringBuilder(String.format("%s smbj %s over the engine to ksmbd (signed): %d MiB",
+                Guest.transport(), dialect, SIZE >> 20));
+        for (SmbjTransport t : List.of(rdma, inline)) {
+            boolean channel = t == rdma;
+            SmbConfig config = t.configBuilder().withDialects(dialect).withSigningRequired(true)
+                    .withTimeout(WAIT_SECONDS, TimeUnit.SECONDS).build();
+            try (SMBClient client = new SMBClient(config);
+                    Connection connection = client.connect(Guest.address().getHostAddress());
+                    Session session = connection.authenticate(
+                            new AuthenticationContext(Guest.USER, Guest.PASSWORD.toCharArray(), "WORKGROUP"));
+                    DiskShare share = (DiskShare) session.connectShare("share");
+                    File file = share.openFile(name, EnumSet.of(AccessMask.GENERIC_ALL), null, SMB2ShareAccess.ALL,
+                            SMB2CreateDisposition.FILE_OVERWRITE_IF, null)) {
+                SmbDirectConnection direct = t.connectionOf(connection).orElseThrow();
+                assertEquals(dialect, connection.getNegotiatedProtocol().getDialect());
+                assertTrue(session.isSigningRequired(), "the session is signed");
+                int requestSize = connection.getNegotiatedProtocol().getMaxWriteSize();
+                byte[] up = new byte[SIZE];
+                random.nextBytes(up);
+                int rdmaBefore = Guest.ksmbdRdmaRequests();
+                ConnectionStatistics before = direct.statistics();
+                long start = System.nanoTime();
+                file.write(up, 0);
+                long writeNanos = System.nanoTime() - start;
+                assertArrayEquals(up, Files.readAllBytes(onShare), "ksmbd's file holds what smbj wrote");
+                byte[] back = new byte[SIZE];
+                start = System.nanoTime();
+                for (int off = 0; off < SIZE;) {
+                    int n = file.read(back, off, off, SIZE - off);
+                    assertTrue(n > 0, "READ at " + off + " returned " + n);
+                    off += n;
+                }
+                long readNanos = System.nanoTime() - start;
+                assertArrayEquals(up, back, "smbj read back what is on ksmbd's share");
+                ConnectionStatistics after = direct.statistics();
+                RdmaChannelStatistics s = t.statistics();
+                int served = Guest.ksmbdRdmaRequests() - rdmaBefore;
+                if (channel) {
+                    assertEquals(s.rdmaWrites() + s.rdmaReads(), served,
+                            "ksmbd served every READ and WRITE through the RDMA channel");
+                    assertEquals(2L * SIZE, s.rdmaWriteBytes() + s.rdmaReadBytes());
+                    assertTrue(after.bytesSent() - before.bytesSent() < SIZE / 100,
+                            "the data did not travel in SMB Direct messages");
+                    // MS-SMB2 3.3.5.12/3.3.5.13: with the invalidate channel ksmbd answers with Send
+                    // with Invalidate. The engine sees it where its provider registers with memory
+                    // windows (rxe); on siw (memory regions only) it deregisters itself, as with 3.0.
+                    boolean remote = dialect != SMB2Dialect.SMB_3_0 && direct.parameters().remoteInvalidate();
+                    assertEquals(remote ? served : 0, s.remoteInvalidations(), "registrations ksmbd invalidated");
+                    assertEquals(remote ? 0 : served, s.localInvalidations(), "registrations invalidated here");
+                } else {
+                    assertEquals(0, served, "inline requests do not use RDMA");
+                    assertTrue(after.fragmentsSent() - before.fragmentsSent() > after.messagesSent() - before.messagesSent(),
+                            "the inline WRITEs went as fragmented messages");
+                    assertTrue(after.fragmentsReceived() - before.fragmentsReceived()
+                            > after.messagesReceived() - before.messagesReceived(), "the inline READ responses came fragmented");
+                }
+                assertEquals(0, direct.statistics().registrationsLive(), "no registration left");
+                line.append(String.format("; %s (%d KiB requests) write %.1f MiB/s, read %.1f MiB/s",
+                        channel ? (dialect == SMB2Dialect.SMB_3_0 ? "RDMA_V1" : "RDMA_V1_INVALIDATE") : "inline",
+                        requestSize >> 10, mibPerSecond(writeNanos), mibPerSecond(readNanos)));
             }
-            long writeNanos = System.nanoTime() - start;
-            assertArrayEquals(up, Files.readAllBytes(onShare), "ksmbd's file holds what the engine wrote by RDMA");
-
-            // 2. READ through the RDMA channel: ksmbd RDMA-writes into the engine's registered buffer.
-            ByteBuffer destination = ByteBuffer.allocateDirect(chunk);
-            byte[] back = new byte[SIZE];
-            start = System.nanoTime();
-            for (int off = 0; off < SIZE; off += chunk) {
-                destination.clear();
-                rdma.read(file, off, destination);
-                destination.get(back, off, chunk);
-            }
-            long readNanos = System.nanoTime() - start;
-            assertArrayEquals(up, back, "what ksmbd RDMA-wrote into the engine's buffers is the file");
-            int rdmaRequests = ksmbdRdmaRequests() - rdmaLinesBefore;
-            assertEquals(2 * requests, rdmaRequests, "ksmbd served every request through the RDMA channel");
-            // MS-SMB2 3.3.5.12/3.3.5.13: with the invalidate channel ksmbd answers with Send with
-            // Invalidate. The engine sees it where its provider registers with memory windows
-            // (rxe); on siw (memory regions only) it deregisters itself, as with SMB 3.0.
-            boolean remote = rdma.channel() == Smb2RdmaChannel.SMB2_CHANNEL_RDMA_V1_INVALIDATE
-                    && direct.parameters().remoteInvalidate();
-            assertEquals(remote ? 2 * requests : 0, rdma.remotelyInvalidated(), "registrations ksmbd invalidated");
-            assertEquals(remote ? 0 : 2 * requests, rdma.locallyDeregistered(), "registrations the engine deregistered");
-            assertEquals(0, direct.statistics().registrationsLive(), "no registration left");
-
-            // 3. Inline: smbj's own WRITE and READ, fragmented by the engine.
-            byte[] inline = new byte[SIZE];
-            random.nextBytes(inline);
-            ConnectionStatistics before = direct.statistics();
-            start = System.nanoTime();
-            file.write(inline, 0);
-            long inlineWriteNanos = System.nanoTime() - start;
-            assertArrayEquals(inline, Files.readAllBytes(onShare), "ksmbd's file holds what smbj wrote inline");
-            byte[] inlineBack = new byte[SIZE];
-            start = System.nanoTime();
-            for (int off = 0; off < SIZE;) {
-                int n = file.read(inlineBack, off, off, SIZE - off);
-                assertTrue(n > 0, "READ at " + off + " returned " + n);
-                off += n;
-            }
-            long inlineReadNanos = System.nanoTime() - start;
-            assertArrayEquals(inline, inlineBack, "smbj read back inline what is on ksmbd's share");
-            ConnectionStatistics after = direct.statistics();
-            assertEquals(0, ksmbdRdmaRequests() - rdmaLinesBefore - rdmaRequests, "inline requests do not use RDMA");
-            assertTrue(after.fragmentsSent() - before.fragmentsSent() > after.messagesSent() - before.messagesSent(),
-                    "the inline WRITEs went as fragmented messages");
-            assertTrue(after.fragmentsReceived() - before.fragmentsReceived()
-                    > after.messagesReceived() - before.messagesReceived(), "the inline READ responses came fragmented");
-
-            Guest.record(String.format("%s smbj %s over the engine to ksmbd: %d MiB RDMA channel (%s, %d KiB requests) "
-                    + "write %.1f MiB/s, read %.1f MiB/s; inline (WRITE %d KiB, READ %d KiB) write %.1f MiB/s, read %.1f MiB/s; "
-                    + "engine: %d fragments sent, %d received; %d registrations invalidated by ksmbd", Guest.transport(), dialect, SIZE >> 20,
-                    rdma.channel() == 1 ? "RDMA_V1" : "RDMA_V1_INVALIDATE", chunk >> 10, mibPerSecond(writeNanos),
-                    mibPerSecond(readNanos), inlineWrite >> 10, inlineRead >> 10, mibPerSecond(inlineWriteNanos),
-                    mibPerSecond(inlineReadNanos), after.fragmentsSent(), after.fragmentsReceived(), rdma.remotelyInvalidated()));
         }
+        Guest.record(line.toString());
         Guest.Result dmesg = Guest.peersResult(60, "dmesg-check");
         assertEquals(0, dmesg.exit, "no SMB Direct error in the kernel log:\n" + dmesg.output);
     }
 
-    /** The SMB Direct parameters of a connection to ksmbd, for sizing smbj's requests. */
-    private static ConnectionParameters probe() throws Exception {
-        try (SmbDirectConnection c = engine.connect(new InetSocketAddress(Guest.address(), 0),
-                (conn, message, token) -> { }, Duration.ofSeconds(WAIT_SECONDS))) {
-            return c.parameters();
-        }
-    }
-
     private static int ksmbdPort() throws Exception {
         return Integer.parseInt(Guest.peers("ksmbd-port").trim());
-    }
-
-    /**
-     * Requests ksmbd served through the RDMA channel: with its debug component rdma, ksmbd logs
-     * "RDMA r/w request N: token T, length L" for each buffer descriptor; descriptor 0 starts a request.
-     */
-    private static int ksmbdRdmaRequests() throws Exception {
-        String log = Guest.run(60, java.util.List.of("dmesg")).output;
-        Matcher m = Pattern.compile("RDMA r/w request (0x)?0: token").matcher(log);
-        int n = 0;
-        while (m.find()) {
-            n++;
-        }
-        return n;
-    }
-
-    private static int roundDown(int value, int unit) {
-        return value / unit * unit;
     }
 
     private static double mibPerSecond(long nanos) {

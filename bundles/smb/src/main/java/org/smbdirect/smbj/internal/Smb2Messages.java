@@ -65,6 +65,20 @@ final class Smb2Messages {
         return m.length >= HEADER_SIZE && (m[0] & 0xff) == 0xfe && m[1] == 'S' && m[2] == 'M' && m[3] == 'B';
     }
 
+    /**
+     * The length of an SMB2 ERROR Response (MS-SMB2 2.2.2: the header, 8 bytes, and ByteCount
+     * bytes of ErrorData, at least 1) when the message is one: an error status (severity 3) and
+     * StructureSize 9, on its own (no NextCommand); -1 otherwise.
+     */
+    static int errorResponseLength(byte[] m) {
+        if (!isSmb2(m) || m.length < HEADER_SIZE + 9 || i32(m, NEXT_COMMAND) != 0
+                || (i32(m, STATUS) & 0xC0000000) != 0xC0000000 || u16(m, HEADER_SIZE) != 9) {
+            return -1;
+        }
+        long byteCount = i32(m, HEADER_SIZE + 4) & 0xffffffffL;
+        return (int) Math.min(Integer.MAX_VALUE, HEADER_SIZE + 8 + Math.max(1, byteCount));
+    }
+
     static int u16(byte[] m, int at) {
         return (m[at] & 0xff) | (m[at + 1] & 0xff) << 8;
     }

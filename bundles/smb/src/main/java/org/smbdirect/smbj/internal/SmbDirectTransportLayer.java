@@ -16,6 +16,7 @@ import org.smbdirect.smbj.SmbjOptions;
 import org.smbdirect.transport.BufferDescriptorV1;
 import org.smbdirect.transport.ConnectionHandler;
 import org.smbdirect.transport.ConnectionLoss;
+import org.smbdirect.transport.ConnectionLostException;
 import org.smbdirect.transport.ConnectionParameters;
 import org.smbdirect.transport.RegisteredBuffer;
 import org.smbdirect.transport.RemoteAccess;
@@ -255,6 +256,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private void send(SmbDirectConnection c, ByteBuffer message, SMBPacket<?, ?> packet) throws TransportException {
         try {
             c.sendAndWait(message, SEND_TIMEOUT);
+        } catch (ConnectionLostException e) {
+            throw new TransportException("the SMB Direct connection to " + c.remoteAddress() + " was lost: "
+                    + e.loss().message() + "; " + packet + " was not sent", e);
         } catch (SmbDirectException e) {
             throw new TransportException("sending " + packet + " over SMB Direct failed: " + e.getMessage(), e);
         } catch (InterruptedException e) {
@@ -265,8 +269,18 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
 
     @Override
     public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
-        byte[] bytes = new byte[message.remaining()];
-        message.get(bytes);
+        byte[] received = new byte[message.remaining()];
+        message.get(received);
+        byte[] bytes = received;
+        int errorLength = Smb2Messages.errorResponseLength(received);
+        if (errorLength > 0 && errorLength < received.length) {
+            // ksmbd 6.1 sends some error responses (TREE_CONNECT's, for one) with the bytes of the
+            // response it did not send behind them, and signs only the error response: those bytes
+            // belong to no message, and smbj would count them into the signature and drop the response.
+            LOG.log(System.Logger.Level.DEBUG, () -> "ignoring " + (received.length - errorLength)
+                    + " bytes after an error response of " + errorLength + " (MS-SMB2 2.2.2)");
+            bytes = java.util.Arrays.copyOf(received, errorLength);
+        }
         try {
             if (Smb2Messages.isSmb2(bytes)) {
                 long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
@@ -368,12 +382,23 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         statistics.signatureFailures.incrementAndGet();
         long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
         rdmaReadData.remove(messageId);
-        String what = String.format("the server's %s response (message id %d, session %x) failed signature "
-                + "verification (MS-SMB2 3.2.5.1.3): discarded, and the connection closed",
-                data.getHeader().getMessage(), messageId, sessionId);
+        String what = String.format("the server's %s response (message id %d, session %x, status 0x%08x, %d bytes) failed "
+                + "signature verification (MS-SMB2 3.2.5.1.3)%s: discarded, and the connection closed",
+                data.getHeader().getMessage(), messageId, sessionId, data.getHeader().getStatusCode(), bytes.length,
+                signedPrefix(bytes, key));
         LOG.log(System.Logger.Level.ERROR, what);
         handlers.getReceiver().handleError(new TransportException(what));
         return false;
+    }
+
+    /** Diagnosis for the message: a server that signed fewer bytes than it sent. */
+    private String signedPrefix(byte[] bytes, SecretKey key) throws SecurityException {
+        for (int n = bytes.length - 1; n >= Smb2Messages.HEADER_SIZE && bytes.length <= 65536; n--) {
+            if (signing.verify(java.util.Arrays.copyOf(bytes, n), key)) {
+                return "; the signature covers only its first " + n + " bytes";
+            }
+        }
+        return "";
     }
 
     @Override

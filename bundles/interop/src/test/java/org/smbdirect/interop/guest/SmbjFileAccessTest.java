@@ -1,0 +1,367 @@
+package org.smbdirect.interop.guest;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.smbdirect.smbj.RdmaChannelStatistics;
+import org.smbdirect.smbj.SmbjOptions;
+import org.smbdirect.smbj.SmbjTransport;
+import org.smbdirect.transport.ConnectionStatistics;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectConnection;
+
+import com.hierynomus.msdtyp.AccessMask;
+import com.hierynomus.mserref.NtStatus;
+import com.hierynomus.mssmb2.SMB2CreateDisposition;
+import com.hierynomus.mssmb2.SMB2Dialect;
+import com.hierynomus.mssmb2.SMB2ShareAccess;
+import com.hierynomus.mssmb2.SMBApiException;
+import com.hierynomus.smbj.SMBClient;
+import com.hierynomus.smbj.auth.AuthenticationContext;
+import com.hierynomus.smbj.connection.Connection;
+import com.hierynomus.smbj.session.Session;
+import com.hierynomus.smbj.share.DiskShare;
+import com.hierynomus.smbj.share.File;
+
+/**
+ * SMB3 file access over SMB Direct with the product bundle (org.smbdirect.smbj) against ksmbd,
+ * through smbj's own API: files of 1 B, 4 KiB - 1, 4 KiB, 1 MiB + 1 and 64 MiB written, read back
+ * and compared with ksmbd's share directory, signed, on SMB 3.0 (SMB2_CHANNEL_RDMA_V1), 3.0.2 and
+ * 3.1.1 (SMB2_CHANNEL_RDMA_V1_INVALIDATE); the RDMA channel taken at 4 KiB and above and not below,
+ * as the transport's counters, the engine's and ksmbd's debug log show; 1,000 small files; 8
+ * sessions at once; and the usual failures: wrong password, unknown or removed share, ksmbd stopped
+ * in the middle of a transfer: each a clear exception, the connection closed, nothing registered.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class SmbjFileAccessTest {
+    private static final int MIB = 1 << 20;
+    private static final int WAIT_SECONDS = 120;
+    private static final int[] SIZES = {1, 4095, 4096, MIB + 1, 64 * MIB};
+
+    private static SmbDirect engine;
+    private static SmbjTransport smbj;
+
+    @BeforeAll
+    static void start() throws Exception {
+        Guest.peers("dmesg-mark");
+        Guest.peers("ksmbd-start", Guest.SHARE.toString(), Guest.USER, Guest.PASSWORD);
+        Guest.peers("ksmbd-debug", "on", "rdma");
+        engine = Guest.engine(SmbDirectConfig.defaults());
+        smbj = SmbjTransport.create(engine, SmbjOptions.defaults());
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (engine != null) {
+            engine.close();
+        }
+        Guest.peersResult(60, "ksmbd-debug", "off", "rdma");
+        Guest.peersResult(60, "ksmbd-stop");
+    }
+
+    /** An smbj client with the product's transport: signing required, one dialect. */
+    private static SMBClient client(SMB2Dialect dialect) {
+        return new SMBClient(smbj.configBuilder().withDialects(dialect).withSigningRequired(true)
+                .withTimeout(WAIT_SECONDS, TimeUnit.SECONDS).build());
+    }
+
+    private static Session login(Connection c) {
+        return c.authenticate(new AuthenticationContext(Guest.USER, Guest.PASSWORD.toCharArray(), "WORKGROUP"));
+    }
+
+    private static File create(DiskShare share, String name) {
+        return share.openFile(name, EnumSet.of(AccessMask.GENERIC_ALL), null, SMB2ShareAccess.ALL,
+                SMB2CreateDisposition.FILE_OVERWRITE_IF, null);
+    }
+
+    private static byte[] readAll(File file, int size) {
+        byte[] back = new byte[size];
+        for (int off = 0; off < size;) {
+            int n = file.read(back, off, off, size - off);
+            if (n <= 0) {
+                fail("READ at " + off + " of " + size + " returned " + n);
+            }
+            off += n;
+        }
+        return back;
+    }
+
+    @Test
+    @Order(1)
+    void smb311_signed_allSizes_rdmaChannelFrom4KiB() throws Exception {
+        sizes(SMB2Dialect.SMB_3_1_1, SIZES);
+    }
+
+    @Test
+    @Order(2)
+    void smb30_signed_allSizes_rdmaV1() throws Exception {
+        sizes(SMB2Dialect.SMB_3_0, SIZES);
+    }
+
+    @Test
+    @Order(3)
+    void smb302_signed_aroundTheThreshold() throws Exception {
+        sizes(SMB2Dialect.SMB_3_0_2, new int[] {4095, 4096, MIB + 1});
+    }
+
+    private void sizes(SMB2Dialect dialect, int[] sizes) throws Exception {
+        Random random = new Random(dialect.getValue());
+        StringBuilder line = new StringBuilder(Guest.transport() + " smbj " + dialect + " (signed) over SMB Direct:");
+        try (SMBClient client = client(dialect);
+                Connection connection = client.connect(Guest.address().getHostAddress());
+                Session session = login(connection);
+                DiskShare share = (DiskShare) session.connectShare("share")) {
+            SmbDirectConnection direct = smbj.connectionOf(connection).orElseThrow();
+            assertTrue(session.isSigningRequired(), "signed session");
+            for (int size : sizes) {
+                String name = "size-" + dialect.getValue() + "-" + size + ".bin";
+                byte[] data = new byte[size];
+                random.nextBytes(data);
+                try (File file = create(share, name)) {
+                    RdmaChannelStatistics s0 = smbj.statistics();
+                    ConnectionStatistics e0 = direct.statistics();
+                    int k0 = Guest.ksmbdRdmaRequests();
+                    long start = System.nanoTime();
+                    file.write(data, 0);
+                    long writeNanos = System.nanoTime() - start;
+                    ConnectionStatistics e1 = direct.statistics();
+                    start = System.nanoTime();
+                    byte[] back = readAll(file, size);
+                    long readNanos = System.nanoTime() - start;
+                    ConnectionStatistics e2 = direct.statistics();
+                    RdmaChannelStatistics s1 = smbj.statistics();
+                    int served = Guest.ksmbdRdmaRequests() - k0;
+                    assertArrayEquals(data, back, name + ": read back what was written");
+                    assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve(name)), name + " on ksmbd's share");
+                    long rdmaRequests = s1.rdmaWrites() - s0.rdmaWrites() + s1.rdmaReads() - s0.rdmaReads();
+                    long inlineWritten = s1.inlineWriteBytes() - s0.inlineWriteBytes();
+                    if (size >= SmbjOptions.DEFAULT_RDMA_THRESHOLD) {
+                        assertTrue(s1.rdmaWrites() > s0.rdmaWrites() && s1.rdmaReads() > s0.rdmaReads(),
+                                name + ": WRITE and READ through the RDMA channel");
+                        // smbj's requests are as large as its credits allow; only a tail below the
+                        // threshold (the 1 of 1 MiB + 1) travels inline
+                        assertTrue(inlineWritten < SmbjOptions.DEFAULT_RDMA_THRESHOLD, name + ": inline only a tail");
+                        assertEquals(size, s1.rdmaWriteBytes() - s0.rdmaWriteBytes() + inlineWritten, "bytes written");
+                        assertEquals(size - inlineWritten, s1.rdmaReadBytes() - s0.rdmaReadBytes(), "bytes ksmbd RDMA-wrote");
+                        assertEquals(rdmaRequests, served, name + ": ksmbd's log shows each request served by RDMA");
+                        assertTrue(e1.bytesSent() - e0.bytesSent() < size / 2, name + ": the data was not sent in messages");
+                        assertTrue(e2.bytesReceived() - e1.bytesReceived() < size / 2, name + ": nor received in them");
+                    } else {
+                        assertEquals(0, rdmaRequests, name + ": below the threshold, inline");
+                        assertEquals(0, served, name + ": ksmbd moved nothing by RDMA");
+                        assertEquals(size, inlineWritten);
+                        assertTrue(e1.bytesSent() - e0.bytesSent() > size, name + ": the data went in the WRITE");
+                        assertTrue(e2.bytesReceived() - e1.bytesReceived() > size, name + ": and came in the READ response");
+                    }
+                    assertEquals(0, direct.statistics().registrationsLive(), name + ": no registration left");
+                    line.append(String.format(" %s write %.1f MiB/s read %.1f MiB/s (%d RDMA requests);", label(size),
+                            size / (double) MIB / (writeNanos / 1e9), size / (double) MIB / (readNanos / 1e9), rdmaRequests));
+                }
+            }
+        }
+        Guest.record(line.toString());
+        Guest.Result dmesg = Guest.peersResult(60, "dmesg-check");
+        assertEquals(0, dmesg.exit, "no SMB Direct error in the kernel log:\n" + dmesg.output);
+    }
+
+    private static String label(int size) {
+        return size >= MIB ? (size >> 20) + " MiB" + (size % MIB == 0 ? "" : " + " + size % MIB) : size + " B";
+    }
+
+    @Test
+    @Order(10)
+    void thousandSmallFiles() throws Exception {
+        int count = 1000;
+        Random random = new Random(1000);
+        List<byte[]> contents = new ArrayList<>();
+        long start = System.nanoTime();
+        try (SMBClient client = client(SMB2Dialect.SMB_3_1_1);
+                Connection connection = client.connect(Guest.address().getHostAddress());
+                Session session = login(connection);
+                DiskShare share = (DiskShare) session.connectShare("share")) {
+            share.mkdir("small");
+            for (int i = 0; i < count; i++) {
+                byte[] data = new byte[1 + (i * 37) % 4000];
+                random.nextBytes(data);
+                contents.add(data);
+                try (File f = create(share, "small\\" + i + ".bin")) {
+                    f.write(data, 0);
+                }
+            }
+            for (int i = 0; i < count; i++) {
+                try (File f = share.openFile("small\\" + i + ".bin", EnumSet.of(AccessMask.GENERIC_READ), null,
+                        SMB2ShareAccess.ALL, SMB2CreateDisposition.FILE_OPEN, null)) {
+                    assertArrayEquals(contents.get(i), readAll(f, contents.get(i).length), "file " + i + " read back");
+                }
+            }
+            assertEquals(count, share.list("small", "*.bin").size(), "the directory lists every file");
+            assertEquals(0, smbj.connectionOf(connection).orElseThrow().statistics().registrationsLive());
+        }
+        for (int i = 0; i < count; i++) {
+            assertArrayEquals(contents.get(i), Files.readAllBytes(Guest.SHARE.resolve("small").resolve(i + ".bin")),
+                    "file " + i + " on ksmbd's share");
+        }
+        Guest.record(String.format("%s smbj: 1,000 small files written and read back in %.1f s", Guest.transport(),
+                (System.nanoTime() - start) / 1e9));
+    }
+
+    @Test
+    @Order(11)
+    void eightConcurrentSessions() throws Exception {
+        int sessions = 8;
+        int size = 4 * MIB;
+        ExecutorService pool = Executors.newFixedThreadPool(sessions);
+        try {
+            List<Future<long[]>> results = new ArrayList<>();
+            for (int i = 0; i < sessions; i++) {
+                int n = i;
+                results.add(pool.submit(() -> {
+                    byte[] data = new byte[size];
+                    new Random(n).nextBytes(data);
+                    String name = "session-" + n + ".bin";
+                    try (SMBClient client = client(n % 2 == 0 ? SMB2Dialect.SMB_3_1_1 : SMB2Dialect.SMB_3_0);
+                            Connection connection = client.connect(Guest.address().getHostAddress());
+                            Session session = login(connection);
+                            DiskShare share = (DiskShare) session.connectShare("share");
+                            File file = create(share, name)) {
+                        file.write(data, 0);
+                        assertArrayEquals(data, readAll(file, size), name + " read back");
+                        SmbDirectConnection direct = smbj.connectionOf(connection).orElseThrow();
+                        return new long[] {direct.statistics().registrationsLive(), session.getSessionId()};
+                    }
+                }));
+            }
+            java.util.Set<Long> ids = new java.util.HashSet<>();
+            for (Future<long[]> f : results) {
+                long[] r = f.get(10, TimeUnit.MINUTES);
+                assertEquals(0, r[0], "no registration left on a session's connection");
+                ids.add(r[1]);
+            }
+            assertEquals(sessions, ids.size(), "eight sessions");
+            for (int i = 0; i < sessions; i++) {
+                byte[] data = new byte[size];
+                new Random(i).nextBytes(data);
+                assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve("session-" + i + ".bin")), "session " + i);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    @Order(20)
+    void wrongPassword_clearException_connectionClosed() throws Exception {
+        SmbDirectConnection direct;
+        try (SMBClient client = client(SMB2Dialect.SMB_3_1_1);
+                Connection connection = client.connect(Guest.address().getHostAddress())) {
+            direct = smbj.connectionOf(connection).orElseThrow();
+            SMBApiException e = assertThrows(SMBApiException.class, () -> connection.authenticate(
+                    new AuthenticationContext(Guest.USER, "not-the-password".toCharArray(), "WORKGROUP")));
+            assertEquals(NtStatus.STATUS_LOGON_FAILURE, e.getStatus(), e.getMessage());
+            assertEquals(0, direct.statistics().registrationsLive());
+        }
+        assertFalse(direct.isOpen(), "closing smbj's connection closed the SMB Direct connection");
+    }
+
+    @Test
+    @Order(21)
+    void unknownShare_clearException() throws Exception {
+        try (SMBClient client = client(SMB2Dialect.SMB_3_1_1);
+                Connection connection = client.connect(Guest.address().getHostAddress());
+                Session session = login(connection)) {
+            SMBApiException e = assertThrows(SMBApiException.class, () -> session.connectShare("no-such-share"));
+            assertEquals(NtStatus.STATUS_BAD_NETWORK_NAME, e.getStatus(), e.getMessage());
+        }
+    }
+
+    @Test
+    @Order(22)
+    void shareRemoved_newTreeConnectFails() throws Exception {
+        try (SMBClient client = client(SMB2Dialect.SMB_3_1_1);
+                Connection connection = client.connect(Guest.address().getHostAddress());
+                Session session = login(connection)) {
+            session.connectShare("share").close();
+            Guest.peers("ksmbd-share-remove", "share");
+            SMBApiException e = assertThrows(SMBApiException.class, () -> session.connectShare("share"));
+            assertEquals(NtStatus.STATUS_BAD_NETWORK_NAME, e.getStatus(), e.getMessage());
+            assertEquals(0, smbj.connectionOf(connection).orElseThrow().statistics().registrationsLive());
+        } finally {
+            restartKsmbd();
+        }
+    }
+
+    @Test
+    @Order(30)
+    void ksmbdStoppedMidTransfer_clearException_nothingRegistered() throws Exception {
+        int size = 64 * MIB;
+        byte[] data = new byte[size];
+        new Random(30).nextBytes(data);
+        SMBClient client = client(SMB2Dialect.SMB_3_1_1);
+        try {
+            Connection connection = client.connect(Guest.address().getHostAddress());
+            Session session = login(connection);
+            DiskShare share = (DiskShare) session.connectShare("share");
+            File file = create(share, "interrupted.bin");
+            SmbDirectConnection direct = smbj.connectionOf(connection).orElseThrow();
+            long before = smbj.statistics().rdmaWrites();
+            CompletableFuture<Void> transfer = CompletableFuture.runAsync(() -> file.write(data, 0));
+            // ksmbd goes away once the transfer is under way (two WRITEs through the channel)
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+            while (smbj.statistics().rdmaWrites() < before + 2 && !transfer.isDone() && System.nanoTime() < deadline) {
+                TimeUnit.MILLISECONDS.sleep(20);
+            }
+            assertFalse(transfer.isDone(), "the 64 MiB transfer was still under way when ksmbd stopped");
+            long stopped = System.nanoTime();
+            Guest.peers("ksmbd-stop");
+            ExecutionException e = assertThrows(ExecutionException.class, () -> transfer.get(WAIT_SECONDS, TimeUnit.SECONDS));
+            StringBuilder message = new StringBuilder();
+            for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
+                message.append(t.getMessage()).append(" / ");
+            }
+            assertTrue(message.toString().contains("SMB Direct connection") && message.toString().contains("lost"),
+                    "the exception says the connection was lost: " + message);
+            Guest.record(String.format("%s smbj: ksmbd stopped mid-transfer; the write failed %.1f s later: %s",
+                    Guest.transport(), (System.nanoTime() - stopped) / 1e9, message));
+            assertFalse(direct.isOpen(), "the SMB Direct connection is closed");
+            assertEquals(0, direct.statistics().registrationsLive(), "no registration left");
+            assertFalse(connection.isConnected(), "smbj's connection is closed");
+        } finally {
+            // closing smbj's objects of a dead connection reports errors of its own: not this test's
+            try {
+                client.close();
+            } catch (RuntimeException ignored) {
+                // see above
+            }
+            restartKsmbd();
+        }
+    }
+
+    private static void restartKsmbd() throws Exception {
+        Guest.peersResult(60, "ksmbd-stop");
+        Guest.peers("ksmbd-start", Guest.SHARE.toString(), Guest.USER, Guest.PASSWORD);
+        Guest.peers("ksmbd-debug", "on", "rdma");
+    }
+}
