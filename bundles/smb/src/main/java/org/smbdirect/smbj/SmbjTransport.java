@@ -42,13 +42,15 @@ public interface SmbjTransport extends TransportLayerFactory<SMBPacketData<?>, S
     }
 
     /**
-     * smbj's configuration builder with this transport as its transport layer factory; the
-     * caller adds what else it wants (dialects, timeouts, signing).
+     * smbj's configuration builder with this transport as its transport layer factory and smbj's
+     * read, write and transact sizes left to what was negotiated (which this transport caps to what
+     * the SMB Direct connection carries); the caller adds what else it wants (dialects, timeouts,
+     * signing).
      *
      * @return a new builder
      */
     default SmbConfig.Builder configBuilder() {
-        return SmbConfig.builder().withTransportLayerFactory(this);
+        return SmbConfig.builder().withTransportLayerFactory(this).withNegotiatedBufferSize();
     }
 
     /**

@@ -13,6 +13,7 @@ import com.hierynomus.mssmb2.SMB2Dialect;
  */
 final class Limits {
     private static final int PAGE = 4096;
+    private static final int CREDIT = 65536;
 
     final int inlineWrite;
     final int inlineRead;
@@ -26,11 +27,14 @@ final class Limits {
     final boolean remoteInvalidation;
 
     private Limits(ConnectionParameters p, SmbjOptions o, boolean encryptData) {
-        inlineWrite = pages(p.maxFragmentedSendSize() - Smb2Messages.WRITE_REQUEST_OVERHEAD);
+        // whole 64 KiB credits: smbj's WRITE puts as many 64 KiB chunks of its data in the message as
+        // the request was granted credits, whatever its Length says (MS-SMBD 3.1.5.6 guarantees
+        // MaxFragmentedSize >= 128 KiB, so at least one fits)
+        inlineWrite = Math.max(CREDIT, (p.maxFragmentedSendSize() - Smb2Messages.WRITE_REQUEST_OVERHEAD) / CREDIT * CREDIT);
         inlineRead = pages(p.maxFragmentedRecvSize() - Smb2Messages.READ_RESPONSE_OVERHEAD);
         // IOCTL, QUERY_INFO, QUERY_DIRECTORY and SET_INFO carry up to MaxTransactSize each way
         transact = pages(Math.min(p.maxFragmentedSendSize(), p.maxFragmentedRecvSize()) - 256);
-        rdmaSize = p.maxReadWriteSize();
+        rdmaSize = Math.max(CREDIT, p.maxReadWriteSize() / CREDIT * CREDIT);
         // MS-SMB2 2.2.43: on an encrypted session the RDMA channel could carry data only in an
         // SMB2_RDMA_TRANSFORM, which needs RDMA transform capabilities (3.1.1) that smbj does not
         // negotiate: such a session's data goes inline, sized for it from the start.
@@ -62,7 +66,7 @@ final class Limits {
     }
 
     int maxWriteSize(SMB2Dialect dialect, int server) {
-        return Math.min(server, rdmaWrites(dialect) ? rdmaSize : inlineWrite);
+        return Math.min(Math.max(CREDIT, server / CREDIT * CREDIT), rdmaWrites(dialect) ? rdmaSize : inlineWrite);
     }
 
     int maxTransactSize(int server) {

@@ -221,10 +221,17 @@ class RdmaChannelTest {
         int max = connection.getNegotiatedProtocol().getMaxWriteSize();
         assertTrue(max + 112 <= p.maxFragmentedSendSize(), max + " bytes of WRITE data fit MaxFragmentedSendSize");
         assertTrue(connection.getNegotiatedProtocol().getMaxReadSize() + 80 <= p.maxFragmentedRecvSize());
-        byte[] data = random(max, 4);
-        assertEquals(max, write(data, 0));
-        assertEquals(0, lastRequest().getInt(96), "inline");
-        assertArrayEquals(data, read(0, max).getData());
+        assertEquals(0, max % 65536, "whole credits: smbj sends whole 64 KiB chunks per credit");
+        // as smbj's File.write does: requests of up to MaxWriteSize from one chunk provider
+        byte[] data = random(2 * max + 1, 4);
+        ArrayByteChunkProvider chunks = new ArrayByteChunkProvider(data, 0);
+        while (chunks.isAvailable()) {
+            SMB2WriteRequest w = new SMB2WriteRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0, chunks, max);
+            assertEquals(0, connection.<SMB2WriteResponse>send(w).get(30, TimeUnit.SECONDS).getHeader().getStatusCode());
+            assertEquals(0, lastRequest().getInt(96), "inline");
+        }
+        assertArrayEquals(data, server.content, "every byte arrived, once, in order");
+        assertArrayEquals(java.util.Arrays.copyOf(data, max), read(0, max).getData());
         assertTrue(direct().statistics().fragmentsSent() > direct().statistics().messagesSent(), "fragmented");
         assertEquals(0, smbj.statistics().rdmaWrites() + smbj.statistics().rdmaReads());
     }
