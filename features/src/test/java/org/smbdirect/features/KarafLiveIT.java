@@ -46,7 +46,7 @@ class KarafLiveIT {
     private static final String VERSION = System.getProperty("project.version", "1.0.0-SNAPSHOT");
     private static final Pattern ANSI = Pattern.compile("\u001B\\[[;\\d]*[A-Za-z]");
     private static final String[] BUNDLES = {"org.smbdirect.rdma.api", "org.smbdirect.rdma.sim",
-        "org.smbdirect.protocol", "org.smbdirect.bulk", "org.smbdirect.shell"};
+        "org.smbdirect.protocol", "org.smbdirect.bulk", "org.smbdirect.shell", "org.smbdirect.smbj"};
 
     /** The README's Karaf session, in order; {@link #readmeShowsExactlyTheseCommands} keeps them equal. */
     static final String REPO_ADD = "feature:repo-add mvn:org.smbdirect/features/" + VERSION + "/xml/features";
