@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -269,6 +270,77 @@ class SmbjFileAccessTest {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * The shell's smbcopy, as a user runs it: a 64 MiB file to the share and back through the RDMA
+     * channel, then the same inline; the command is called as Gogo calls it.
+     */
+    @Test
+    @Order(12)
+    void smbcopyCommand_toTheShareAndBack() throws Exception {
+        Path local = Files.createTempFile("smbcopy", ".bin");
+        Path back = Files.createTempFile("smbcopy", ".back");
+        byte[] data = new byte[64 * MIB];
+        new Random(12).nextBytes(data);
+        Files.write(local, data);
+        String unc = "smb://" + Guest.address().getHostAddress() + "/share/copied.bin";
+        String out = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--sign", local.toString(), unc,
+                back.toString());
+        assertTrue(out.contains("wrote 64.0 MiB") && out.contains("path: RDMA channel"), out);
+        assertTrue(out.contains("(the server RDMA-read them)") && out.contains("(the server RDMA-wrote them)"), out);
+        assertTrue(out.contains(": match") && out.contains("registrations left on the connection: 0"), out);
+        assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve("copied.bin")), "the copy on ksmbd's share");
+        assertArrayEquals(data, Files.readAllBytes(back), "the copy that came back");
+        Guest.record(Guest.transport() + " smbcopy:\n" + out.trim());
+        String inline = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--inline", local.toString(), unc);
+        assertTrue(inline.contains("path: inline") && !inline.contains("RDMA channel,") && inline.contains(": match"), inline);
+        Files.delete(local);
+        Files.delete(back);
+    }
+
+    @Test
+    @Order(13)
+    void smbcopyCommand_usualMistakes_oneLineEach() throws Exception {
+        Path local = Files.createTempFile("smbcopy", ".bin");
+        Files.write(local, new byte[1000]);
+        String server = Guest.address().getHostAddress();
+        String wrongPassword = smbcopy("--user", Guest.USER, "--password", "wrong", local.toString(),
+                "smb://" + server + "/share/x.bin");
+        assertEquals("smbcopy: authentication failed for user " + Guest.USER + " at " + server + " (STATUS_LOGON_FAILURE)",
+                wrongPassword.trim().lines().reduce((a, b) -> b).orElse(""), wrongPassword);
+        String noShare = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, local.toString(),
+                "smb://" + server + "/no-such-share/x.bin");
+        assertTrue(noShare.contains("smbcopy: share 'no-such-share' not found on " + server + " (STATUS_BAD_NETWORK_NAME)"),
+                noShare);
+        String wrongPort = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, local.toString(),
+                "smb://" + server + ":4455/share/x.bin");
+        assertTrue(wrongPort.startsWith("smbcopy: no SMB Direct connection to " + server + ":4455")
+                && wrongPort.contains("Does the server have SMB Direct"), wrongPort);
+        Guest.record(Guest.transport() + " smbcopy mistakes:\n" + wrongPassword.trim() + "\n" + noShare.trim() + "\n"
+                + wrongPort.trim());
+        Files.delete(local);
+    }
+
+    /** Runs the smbcopy command as Gogo does (the component's reference set as DS sets it). */
+    private static String smbcopy(String... args) throws Exception {
+        Class<?> command = Class.forName("org.smbdirect.smbj.internal.SmbCopyCommand");
+        Object instance = command.getConstructor().newInstance();
+        java.lang.reflect.Field reference = command.getDeclaredField("smbj");
+        reference.setAccessible(true);
+        reference.set(instance, smbj);
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream original = System.out;
+        System.setOut(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            command.getMethod("smbcopy", org.apache.felix.service.command.CommandSession.class, String[].class)
+                    .invoke(instance, null, args);
+        } finally {
+            System.setOut(original);
+        }
+        String out = captured.toString(java.nio.charset.StandardCharsets.UTF_8);
+        System.out.print(out);
+        return out;
     }
 
     @Test

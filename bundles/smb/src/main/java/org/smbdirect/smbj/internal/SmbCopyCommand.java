@@ -48,10 +48,11 @@ import com.hierynomus.smbj.share.File;
 @Component(service = SmbCopyCommand.class, property = {"osgi.command.scope=smbdirect", "osgi.command.function=smbcopy"})
 public final class SmbCopyCommand {
     static final String USAGE = "smbcopy [--user USER] [--password PASSWORD] [--domain DOMAIN] [--dialect 3.0|3.0.2|3.1.1]\n"
-            + "        [--sign] [--inline] [--timeout SECONDS] LOCALFILE //SERVER[:PORT]/SHARE/PATH [BACKFILE]\n"
+            + "        [--sign] [--inline] [--timeout SECONDS] LOCALFILE smb://SERVER[:PORT]/SHARE/PATH [BACKFILE]\n"
             + "  Copies LOCALFILE to the share over SMB3 on SMB Direct, reads it back and compares (and writes\n"
             + "  it to BACKFILE if given). Prints progress, throughput and the path the data took: through\n"
             + "  the RDMA channel (the server RDMA-reads and -writes registered buffers) or inline.\n"
+            + "  smb://...     also '//SERVER/SHARE/PATH', quoted: in Gogo an unquoted // starts a comment\n"
             + "  SERVER        the server's address on the RDMA fabric; PORT defaults to SMB Direct's port\n"
             + "                for the provider's transport (445 on InfiniBand and RoCE, 5445 on iWARP)\n"
             + "  --user        default: anonymous; --password also from the environment SMB_PASSWORD\n"
@@ -326,7 +327,8 @@ public final class SmbCopyCommand {
                 }
             }
             if (positional.size() < 2 || positional.size() > 3) {
-                throw new IllegalArgumentException("expected LOCALFILE //SERVER/SHARE/PATH [BACKFILE]");
+                throw new IllegalArgumentException("expected LOCALFILE smb://SERVER/SHARE/PATH [BACKFILE] (an unquoted "
+                        + "//SERVER/... is a comment to Gogo)");
             }
             o.local = Paths.get(positional.get(0));
             o.unc(positional.get(1));
@@ -334,9 +336,15 @@ public final class SmbCopyCommand {
             return o;
         }
 
-        /** {@code //SERVER[:PORT]/SHARE/PATH}, with / or \ as separators; [IPV6] for an IPv6 literal. */
+        /**
+         * {@code smb://SERVER[:PORT]/SHARE/PATH} or {@code //SERVER[:PORT]/SHARE/PATH}, with / or \ as
+         * separators; [IPV6] for an IPv6 literal.
+         */
         private void unc(String unc) {
             String u = unc.replace('\\', '/');
+            if (u.regionMatches(true, 0, "smb://", 0, 6)) {
+                u = u.substring(4);
+            }
             if (!u.startsWith("//")) {
                 throw new IllegalArgumentException("'" + unc + "' is not //SERVER/SHARE/PATH");
             }

@@ -43,6 +43,9 @@ class SmbCopyCommandTest {
         assertEquals("srv", o.server);
         assertEquals(5445, o.port);
         assertEquals(Paths.get("back"), o.back);
+        SmbCopyCommand.Options url = parse("a", "smb://srv/s/d/p");
+        assertEquals("srv", url.server);
+        assertEquals("d\\p", url.path);
         SmbCopyCommand.Options v6 = parse("a", "//[fd00::1]:445/s/p");
         assertEquals("fd00::1", v6.server);
         assertEquals(445, v6.port);

@@ -1,0 +1,201 @@
+package org.smbdirect.interop.guest;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.smbdirect.smbj.SmbjOptions;
+import org.smbdirect.smbj.SmbjTransport;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConfig;
+
+import com.hierynomus.msdtyp.AccessMask;
+import com.hierynomus.mssmb2.SMB2CreateDisposition;
+import com.hierynomus.mssmb2.SMB2Dialect;
+import com.hierynomus.mssmb2.SMB2ShareAccess;
+import com.hierynomus.smbj.SMBClient;
+import com.hierynomus.smbj.SmbConfig;
+import com.hierynomus.smbj.auth.AuthenticationContext;
+import com.hierynomus.smbj.connection.Connection;
+import com.hierynomus.smbj.session.Session;
+import com.hierynomus.smbj.share.DiskShare;
+import com.hierynomus.smbj.share.File;
+
+/**
+ * The numbers of BENCHMARKS.md's SMB3 table, against the same ksmbd in the same guest: sequential
+ * 64 MiB write and read, and 4 KiB random reads (one at a time) for smbj over SMB Direct (the
+ * product's transport), smbj over TCP (its own Direct TCP transport, port 445 of the same address)
+ * and the Linux cifs client mounted with {@code -o rdma,cache=none} (no page cache: every read goes
+ * to the server). All three with SMB 3.0 and without signing, as cifs mounts by default.
+ * {@code -Dinterop.benchRuns=N} (through {@code -Dinterop.jvmOpts}) repeats each measurement and
+ * reports medians; every build runs it once, so the comparison is printed in every build. It
+ * asserts only that each copy arrived intact: the guest is TCG-emulated, its timings are reported,
+ * never asserted.
+ */
+class SmbjBenchmarkTest {
+    private static final int MIB = 1 << 20;
+    private static final int SIZE = 64 * MIB;
+    private static final Path MOUNT = Paths.get("/tmp/bench-cifs");
+    private static final int RUNS = Integer.getInteger("interop.benchRuns", 1);
+    private static final long RANDOM_NANOS = TimeUnit.SECONDS.toNanos(Long.getLong("interop.benchRandomSeconds", 3));
+
+    private static SmbDirect engine;
+    private static SmbjTransport smbj;
+
+    @BeforeAll
+    static void start() throws Exception {
+        Guest.peers("ksmbd-start", Guest.SHARE.toString(), Guest.USER, Guest.PASSWORD);
+        Guest.peersResult(60, "ksmbd-debug", "off", "all"); // debug output would be measured too
+        Guest.peers("cifs-mount", "//" + Guest.address().getHostAddress() + "/share", MOUNT.toString(), "cache=none");
+        engine = Guest.engine(SmbDirectConfig.defaults());
+        smbj = SmbjTransport.create(engine, SmbjOptions.defaults());
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (engine != null) {
+            engine.close();
+        }
+        Guest.peersResult(60, "cifs-umount", MOUNT.toString());
+        Guest.peersResult(60, "ksmbd-stop");
+    }
+
+    /** Write, read, random reads: MiB/s, MiB/s, operations/s. */
+    private interface Client {
+        double[] run(byte[] data, String name) throws Exception;
+    }
+
+    @Test
+    void smbjOverSmbDirect_smbjOverTcp_cifsRdma() throws Exception {
+        byte[] data = new byte[SIZE];
+        new SplittableRandom(64).nextBytes(data);
+        SmbConfig direct = smbj.configBuilder().withDialects(SMB2Dialect.SMB_3_0).withSigningEnabled(false)
+                .withTimeout(120, TimeUnit.SECONDS).build();
+        SmbConfig tcp = SmbConfig.builder().withNegotiatedBufferSize().withDialects(SMB2Dialect.SMB_3_0)
+                .withSigningEnabled(false).withTimeout(120, TimeUnit.SECONDS).build();
+        String[] names = {"smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma"};
+        Client[] clients = {(d, n) -> smbjRun(direct, d, n), (d, n) -> smbjRun(tcp, d, n), SmbjBenchmarkTest::cifsRun};
+        List<List<double[]>> results = new ArrayList<>();
+        for (int c = 0; c < clients.length; c++) {
+            results.add(new ArrayList<>());
+        }
+        for (int run = 0; run < RUNS; run++) {
+            for (int c = 0; c < clients.length; c++) {
+                results.get(c).add(clients[c].run(data, "bench-" + c + ".bin"));
+            }
+        }
+        StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
+                "%s SMB3 benchmark (SMB 3.0, unsigned, 64 MiB, medians of %d run%s, TCG-emulated guest):%n"
+                        + "  %-22s %14s %14s %18s%n", Guest.transport(), RUNS, RUNS == 1 ? "" : "s", "client",
+                "write MiB/s", "read MiB/s", "4 KiB reads/s"));
+        for (int c = 0; c < clients.length; c++) {
+            table.append(String.format(Locale.ROOT, "  %-22s %14.1f %14.1f %18.0f%n", names[c],
+                    median(results.get(c), 0), median(results.get(c), 1), median(results.get(c), 2)));
+        }
+        Guest.record(table.toString().trim());
+    }
+
+    private static double median(List<double[]> runs, int i) {
+        List<Double> v = new ArrayList<>();
+        for (double[] r : runs) {
+            v.add(r[i]);
+        }
+        Collections.sort(v);
+        return v.size() % 2 == 1 ? v.get(v.size() / 2) : (v.get(v.size() / 2 - 1) + v.get(v.size() / 2)) / 2;
+    }
+
+    private static double mibps(long nanos) {
+        return SIZE / (double) MIB / (nanos / 1e9);
+    }
+
+    private static double[] smbjRun(SmbConfig config, byte[] data, String name) throws Exception {
+        try (SMBClient client = new SMBClient(config);
+                Connection connection = client.connect(Guest.address().getHostAddress());
+                Session session = connection.authenticate(
+                        new AuthenticationContext(Guest.USER, Guest.PASSWORD.toCharArray(), "WORKGROUP"));
+                DiskShare share = (DiskShare) session.connectShare("share");
+                File file = share.openFile(name, EnumSet.of(AccessMask.GENERIC_ALL), null, SMB2ShareAccess.ALL,
+                        SMB2CreateDisposition.FILE_OVERWRITE_IF, null)) {
+            long start = System.nanoTime();
+            file.write(data, 0);
+            long write = System.nanoTime() - start;
+            byte[] back = new byte[SIZE];
+            start = System.nanoTime();
+            for (int off = 0; off < SIZE;) {
+                int n = file.read(back, off, off, SIZE - off);
+                assertTrue(n > 0, "READ at " + off);
+                off += n;
+            }
+            long read = System.nanoTime() - start;
+            assertArrayEquals(data, back, name + " read back");
+            SplittableRandom random = new SplittableRandom(4096);
+            byte[] page = new byte[4096];
+            long ops = 0;
+            start = System.nanoTime();
+            long end = start + RANDOM_NANOS;
+            long now;
+            do {
+                long at = random.nextInt(SIZE / 4096) * 4096L;
+                file.read(page, at, 0, 4096);
+                ops++;
+                now = System.nanoTime();
+            } while (now < end);
+            return new double[] {mibps(write), mibps(read), ops / ((now - start) / 1e9)};
+        }
+    }
+
+    private static double[] cifsRun(byte[] data, String name) throws IOException {
+        Path file = MOUNT.resolve(name);
+        long start = System.nanoTime();
+        try (FileChannel out = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ByteBuffer b = ByteBuffer.wrap(data);
+            while (b.hasRemaining()) {
+                out.write(b);
+            }
+            out.force(true);
+        }
+        long write = System.nanoTime() - start;
+        ByteBuffer back = ByteBuffer.allocate(SIZE);
+        start = System.nanoTime();
+        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ)) {
+            while (back.hasRemaining() && in.read(back) > 0) {
+                // cache=none: each read goes to ksmbd, in rsize requests
+            }
+        }
+        long read = System.nanoTime() - start;
+        assertArrayEquals(data, back.array(), name + " read back through cifs");
+        SplittableRandom random = new SplittableRandom(4096);
+        ByteBuffer page = ByteBuffer.allocate(4096);
+        long ops = 0;
+        long now;
+        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ)) {
+            start = System.nanoTime();
+            long end = start + RANDOM_NANOS;
+            do {
+                page.clear();
+                in.read(page, random.nextInt(SIZE / 4096) * 4096L);
+                ops++;
+                now = System.nanoTime();
+            } while (now < end);
+        }
+        return new double[] {mibps(write), mibps(read), ops / ((now - start) / 1e9)};
+    }
+}
