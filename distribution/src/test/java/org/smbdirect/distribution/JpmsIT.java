@@ -42,15 +42,23 @@ class JpmsIT {
     private static final Path WORK = Paths.get(System.getProperty("it.work", "target/it")).resolve("jpms").toAbsolutePath();
     private static final Path SOURCES = Paths.get(System.getProperty("it.jpms.sources", "src/test/jpms")).toAbsolutePath();
     private static Map<String, Path> jars;
+    /** The modules the smb module imports from elsewhere: Bouncy Castle and the slf4j API. */
+    private static Map<String, Path> imported;
     private static Path classes;
 
     @BeforeAll
     static void compile() throws Exception {
         jars = new LinkedHashMap<>();
-        for (String m : new String[] {"api", "sim", "verbs", "protocol", "bulk", "shell"}) {
+        for (String m : new String[] {"api", "sim", "verbs", "protocol", "bulk", "shell", "smb"}) {
             String p = System.getProperty("it.module." + m);
             assertNotNull(p, "system property it.module." + m);
             jars.put(m, Paths.get(p));
+        }
+        imported = new LinkedHashMap<>();
+        for (String m : new String[] {"bcprov", "slf4j"}) {
+            String p = System.getProperty("it.module." + m);
+            assertNotNull(p, "system property it.module." + m);
+            imported.put(m, Paths.get(p));
         }
         classes = WORK.resolve("classes");
         Files.createDirectories(classes);
@@ -67,14 +75,21 @@ class JpmsIT {
         assertEquals(0, status, "javac " + args + "\n" + log);
     }
 
-    /** The jars of provider-api, provider-sim, protocol and bulk (and the program's classes). */
+    /**
+     * The jars of provider-api, provider-sim, protocol, bulk and smb with what smb imports (and the
+     * programs' classes).
+     */
     private static String modulePath(boolean withProgram) {
         List<String> p = new ArrayList<>();
-        for (String m : new String[] {"api", "sim", "protocol", "bulk"}) {
+        for (String m : new String[] {"api", "sim", "protocol", "bulk", "smb"}) {
             p.add(jars.get(m).toString());
+        }
+        for (Path i : imported.values()) {
+            p.add(i.toString());
         }
         if (withProgram) {
             p.add(classes.resolve("org.smbdirect.example").toString());
+            p.add(classes.resolve("org.smbdirect.smbexample").toString());
         }
         return String.join(java.io.File.pathSeparator, p);
     }
@@ -83,6 +98,8 @@ class JpmsIT {
     void everyBundle_isANamedModule_whoseRequiresResolveWithoutOsgi() {
         ToolProvider jar = ToolProvider.findFirst("jar").orElseThrow();
         Set<String> ours = jars.values().stream().map(p -> ModuleFinder.of(p).findAll().iterator().next()
+                .descriptor().name()).collect(Collectors.toSet());
+        Set<String> beside = imported.values().stream().map(p -> ModuleFinder.of(p).findAll().iterator().next()
                 .descriptor().name()).collect(Collectors.toSet());
         for (Path p : jars.values()) {
             StringWriter out = new StringWriter();
@@ -100,16 +117,18 @@ class JpmsIT {
                 String module = words[1];
                 boolean isStatic = List.of(words).contains("static");
                 boolean platform = module.startsWith("java.") || module.startsWith("jdk.");
-                assertTrue(isStatic || platform || ours.contains(module),
+                assertTrue(isStatic || platform || ours.contains(module) || beside.contains(module),
                         p.getFileName() + ": '" + l + "' needs a module outside the module path; make it requires static");
             }
         }
         // and the module system agrees: all of them resolve, with service binding, from these jars alone
-        ModuleFinder finder = ModuleFinder.of(jars.values().toArray(new Path[0]));
+        List<Path> all = new ArrayList<>(jars.values());
+        all.addAll(imported.values());
+        ModuleFinder finder = ModuleFinder.of(all.toArray(new Path[0]));
         Configuration cf = ModuleLayer.boot().configuration().resolveAndBind(finder, ModuleFinder.of(), ours);
         Set<String> resolved = cf.modules().stream().map(m -> m.name()).collect(Collectors.toSet());
         assertTrue(resolved.containsAll(ours), resolved.toString());
-        for (ModuleReference r : finder.findAll()) {
+        for (ModuleReference r : ModuleFinder.of(jars.values().toArray(new Path[0])).findAll()) {
             ModuleDescriptor d = r.descriptor();
             assertFalse(d.isAutomatic(), d.name() + " has a module descriptor");
         }
@@ -118,6 +137,19 @@ class JpmsIT {
     @Test
     void program_onTheModulePath_findsProviderAndTransport_exchangesAMessage_onTheBuildJdk() throws Exception {
         program(JarRun.buildJdk());
+    }
+
+    /** smbj over SMB Direct as a module: loads, links, and explains why it cannot connect where no server is. */
+    @Test
+    void smbjProgram_onTheModulePath_noSeparateSmbjJar() throws Exception {
+        JarRun r = JarRun.run(JarRun.buildJdk(), WORK, null, Duration.ofMinutes(3), "--module-path", modulePath(true),
+                "-m", "org.smbdirect.smbexample/org.smbdirect.smbexample.Main");
+        System.out.println(r);
+        assertEquals(0, r.exitStatus, r.toString());
+        assertTrue(r.out.contains("smbj transport in module org.smbdirect.smbj"), r.out);
+        assertTrue(r.out.contains("smbj: no SMB Direct connection to ") && r.out.contains("Does the server have SMB Direct"),
+                r.out);
+        assertTrue(r.out.contains("JPMS smbj example OK"), r.out);
     }
 
     @Test

@@ -180,11 +180,11 @@ public final class SmbCopyCommand {
         long inlineBytes = read ? b.inlineReadBytes() - a.inlineReadBytes() : b.inlineWriteBytes() - a.inlineWriteBytes();
         List<String> parts = new ArrayList<>();
         if (rdma > 0) {
-            parts.add(String.format(Locale.ROOT, "RDMA channel, %d %s of %s (the server RDMA-%s them)", rdma,
+            parts.add(String.format(Locale.ROOT, "RDMA channel, %d %s, %s (the server RDMA-%s them)", rdma,
                     read ? "READs" : "WRITEs", bytes(rdmaBytes), read ? "wrote" : "read"));
         }
         if (inline > 0) {
-            parts.add(String.format(Locale.ROOT, "inline, %d %s of %s", inline, read ? "READs" : "WRITEs", bytes(inlineBytes)));
+            parts.add(String.format(Locale.ROOT, "inline, %d %s, %s", inline, read ? "READs" : "WRITEs", bytes(inlineBytes)));
         }
         return parts.isEmpty() ? "no data" : String.join("; ", parts);
     }

@@ -17,7 +17,6 @@ import org.smbdirect.transport.BufferDescriptorV1;
 import org.smbdirect.transport.ConnectionHandler;
 import org.smbdirect.transport.ConnectionLoss;
 import org.smbdirect.transport.ConnectionLostException;
-import org.smbdirect.transport.ConnectionParameters;
 import org.smbdirect.transport.RegisteredBuffer;
 import org.smbdirect.transport.RemoteAccess;
 import org.smbdirect.transport.SmbDirect;
@@ -223,6 +222,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             if (packet instanceof PacketSignatory.SignedPacketWrapper) {
                 signing.sign(message, signingKey(inner));
             }
+        } catch (ConnectionLostException e) {
+            release(registration, buffer);
+            throw lost(c, e, packet);
         } catch (SmbDirectException | SecurityException | TransportException | RuntimeException e) {
             release(registration, buffer);
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
@@ -244,6 +246,11 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
     }
 
+    private static TransportException lost(SmbDirectConnection c, ConnectionLostException e, SMBPacket<?, ?> packet) {
+        return new TransportException("the SMB Direct connection to " + c.remoteAddress() + " was lost: "
+                + e.loss().message() + "; " + packet + " was not sent", e);
+    }
+
     private SecretKey signingKey(SMB2Packet inner) throws TransportException {
         Session session = SmbjInternals.session(smbj, inner.getHeader().getSessionId());
         SecretKey key = session == null ? null : session.getSigningKey(inner.getHeader(), true);
@@ -257,8 +264,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         try {
             c.sendAndWait(message, SEND_TIMEOUT);
         } catch (ConnectionLostException e) {
-            throw new TransportException("the SMB Direct connection to " + c.remoteAddress() + " was lost: "
-                    + e.loss().message() + "; " + packet + " was not sent", e);
+            throw lost(c, e, packet);
         } catch (SmbDirectException e) {
             throw new TransportException("sending " + packet + " over SMB Direct failed: " + e.getMessage(), e);
         } catch (InterruptedException e) {
@@ -422,6 +428,17 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         owner.closed(this);
     }
 
+    /**
+     * Ends the SMB Direct connection under smbj, which learns it as a lost connection: its waiting
+     * requests fail at once (the transport service is going away).
+     */
+    void shutDown() {
+        SmbDirectConnection c = connection;
+        if (c != null) {
+            c.close();
+        }
+    }
+
     @Override
     public boolean isConnected() {
         SmbDirectConnection c = connection;
@@ -453,9 +470,4 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
     }
 
-    /** For the tests and the command: what this connection carries. */
-    ConnectionParameters parameters() {
-        SmbDirectConnection c = connection;
-        return c == null ? null : c.parameters();
-    }
 }

@@ -76,14 +76,13 @@ public final class SmbjTransportImpl implements SmbjTransport {
         return transport;
     }
 
-    /** Closes the SMB Direct connections this transport made and that are still open. */
+    /**
+     * Closes the SMB Direct connections this transport made and that are still open; smbj's
+     * connections on them fail their waiting requests as on a lost connection.
+     */
     public void closeAll() {
         for (SmbDirectTransportLayer l : layers) {
-            try {
-                l.disconnect();
-            } catch (java.io.IOException e) {
-                // closing a connection reports nothing worth stopping for
-            }
+            l.shutDown();
         }
     }
 
