@@ -175,9 +175,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
      */
     private boolean readOrWrite(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner) throws TransportException {
         boolean read = inner instanceof SMB2ReadRequest;
-        // SMB2MultiCreditPacket: the data is the payload the granted credits cover (MS-SMB2 3.1.5.2)
-        int length = Math.min(inner.getMaxPayloadSize(),
-                SMB2Packet.SINGLE_CREDIT_PAYLOAD_SIZE * Math.max(1, inner.getHeader().getCreditCharge()));
+        int length = payload(inner);
         boolean encrypted = packet instanceof PacketEncryptor.EncryptedPacketWrapper;
         SMB2Dialect dialect = smbj == null ? SMB2Dialect.UNKNOWN : smbj.getNegotiatedProtocol().getDialect();
         Limits l = limits;
@@ -199,22 +197,43 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         return false;
     }
 
+    /** SMB2MultiCreditPacket: the data is the payload the granted credits cover (MS-SMB2 3.1.5.2). */
+    private static int payload(SMB2Packet inner) {
+        return Math.min(inner.getMaxPayloadSize(),
+                SMB2Packet.SINGLE_CREDIT_PAYLOAD_SIZE * Math.max(1, inner.getHeader().getCreditCharge()));
+    }
+
     /** MS-SMB2 3.2.4.6 / 3.2.4.7 over MS-SMBD 3.1.4.3: register, describe, sign, send. */
     private void rdmaChannel(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, boolean read, int channel)
             throws TransportException {
-        // smbj's own request, serialized once (a WRITE takes its data from smbj's chunk provider here)
-        SMBBuffer raw = new SMBBuffer();
-        inner.write(raw);
-        byte[] request = raw.getCompactData();
-        int length = Smb2Messages.i32(request, read ? Smb2Messages.READ_LENGTH : Smb2Messages.WRITE_LENGTH);
+        // smbj's own request, serialized once: a WRITE takes its data from smbj's chunk provider here,
+        // straight into the buffer
+        int payload = payload(inner);
+        ByteBuffer buffer = buffers.take(payload);
+        byte[] request;
+        int length;
+        try {
+            RequestCapture capture = new RequestCapture(read ? null : buffer);
+            inner.write(capture);
+            request = capture.head();
+            length = Smb2Messages.i32(request, read ? Smb2Messages.READ_LENGTH : Smb2Messages.WRITE_LENGTH);
+            if (length <= 0 || length > payload || !read && buffer.position() != length) {
+                throw new IllegalStateException("smbj's " + (read ? "READ" : "WRITE") + " says Length " + length
+                        + (read ? "" : " and carries " + buffer.position() + " bytes") + ", for " + payload + " bytes of credits");
+            }
+            if (read) {
+                buffer.limit(length);
+            } else {
+                buffer.flip();
+            }
+        } catch (RuntimeException e) {
+            buffers.give(buffer);
+            throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
+        }
         long messageId = inner.getHeader().getMessageId();
-        ByteBuffer buffer = buffers.take(length);
         RegisteredBuffer registration = null;
         byte[] message;
         try {
-            if (!read) {
-                buffer.put(request, Smb2Messages.u16(request, Smb2Messages.WRITE_DATA_OFFSET), length).flip();
-            }
             registration = c.register(buffer, read ? RemoteAccess.WRITE : RemoteAccess.READ);
             List<BufferDescriptorV1> descriptors = registration.descriptors();
             message = read ? Smb2Messages.rdmaReadRequest(request, channel, descriptors)
