@@ -117,6 +117,30 @@ final class Guest {
         return n;
     }
 
+    /** smbj's session for the share's user (NTLM). */
+    static com.hierynomus.smbj.session.Session login(com.hierynomus.smbj.connection.Connection c) {
+        return c.authenticate(new com.hierynomus.smbj.auth.AuthenticationContext(USER, PASSWORD.toCharArray(), "WORKGROUP"));
+    }
+
+    /** Opens a file on the share for reading and writing, created or emptied. */
+    static com.hierynomus.smbj.share.File create(com.hierynomus.smbj.share.DiskShare share, String name) {
+        return share.openFile(name, java.util.EnumSet.of(com.hierynomus.msdtyp.AccessMask.GENERIC_ALL), null,
+                com.hierynomus.mssmb2.SMB2ShareAccess.ALL, com.hierynomus.mssmb2.SMB2CreateDisposition.FILE_OVERWRITE_IF, null);
+    }
+
+    /** Reads a file's first {@code size} bytes with smbj's File.read, as many requests as that takes. */
+    static byte[] readAll(com.hierynomus.smbj.share.File file, int size) {
+        byte[] back = new byte[size];
+        for (int off = 0; off < size;) {
+            int n = file.read(back, off, off, size - off);
+            if (n <= 0) {
+                throw new AssertionError("READ at " + off + " of " + size + " returned " + n);
+            }
+            off += n;
+        }
+        return back;
+    }
+
     /** Appends lines to {@code negotiated.txt}, which the host prints and the README quotes. */
     static void record(String line) {
         System.out.println(line);

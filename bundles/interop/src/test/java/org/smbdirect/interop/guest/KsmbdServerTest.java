@@ -5,11 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -26,13 +24,9 @@ import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
 
-import com.hierynomus.msdtyp.AccessMask;
-import com.hierynomus.mssmb2.SMB2CreateDisposition;
 import com.hierynomus.mssmb2.SMB2Dialect;
-import com.hierynomus.mssmb2.SMB2ShareAccess;
 import com.hierynomus.smbj.SMBClient;
 import com.hierynomus.smbj.SmbConfig;
-import com.hierynomus.smbj.auth.AuthenticationContext;
 import com.hierynomus.smbj.connection.Connection;
 import com.hierynomus.smbj.session.Session;
 import com.hierynomus.smbj.share.DiskShare;
@@ -128,11 +122,9 @@ class KsmbdServerTest {
                     .withTimeout(WAIT_SECONDS, TimeUnit.SECONDS).build();
             try (SMBClient client = new SMBClient(config);
                     Connection connection = client.connect(Guest.address().getHostAddress());
-                    Session session = connection.authenticate(
-                            new AuthenticationContext(Guest.USER, Guest.PASSWORD.toCharArray(), "WORKGROUP"));
+                    Session session = Guest.login(connection);
                     DiskShare share = (DiskShare) session.connectShare("share");
-                    File file = share.openFile(name, EnumSet.of(AccessMask.GENERIC_ALL), null, SMB2ShareAccess.ALL,
-                            SMB2CreateDisposition.FILE_OVERWRITE_IF, null)) {
+                    File file = Guest.create(share, name)) {
                 SmbDirectConnection direct = t.connectionOf(connection).orElseThrow();
                 assertEquals(dialect, connection.getNegotiatedProtocol().getDialect());
                 assertTrue(session.isSigningRequired(), "the session is signed");
@@ -145,13 +137,8 @@ class KsmbdServerTest {
                 file.write(up, 0);
                 long writeNanos = System.nanoTime() - start;
                 assertArrayEquals(up, Files.readAllBytes(onShare), "ksmbd's file holds what smbj wrote");
-                byte[] back = new byte[SIZE];
                 start = System.nanoTime();
-                for (int off = 0; off < SIZE;) {
-                    int n = file.read(back, off, off, SIZE - off);
-                    assertTrue(n > 0, "READ at " + off + " returned " + n);
-                    off += n;
-                }
+                byte[] back = Guest.readAll(file, SIZE);
                 long readNanos = System.nanoTime() - start;
                 assertArrayEquals(up, back, "smbj read back what is on ksmbd's share");
                 ConnectionStatistics after = direct.statistics();
