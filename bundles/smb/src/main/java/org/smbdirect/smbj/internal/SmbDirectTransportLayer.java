@@ -73,7 +73,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private final SmbjOptions options;
     private final Statistics statistics;
     private final Smb2Signing signing;
-    /** smbj's connection, when smbj made this layer (always, outside tests of this class). */
+    /** smbj's connection: smbj makes its transport layer in its Connection's constructor. */
     private final Connection smbj;
     private final Map<Long, PendingRequest> pending = new ConcurrentHashMap<>();
     private final Map<Long, byte[]> rdmaReadData = new ConcurrentHashMap<>();
