@@ -11,9 +11,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -208,12 +211,18 @@ class SmbjFileAccessTest {
                 (System.nanoTime() - start) / 1e9));
     }
 
+    /**
+     * Eight sessions, each on its own SMB Direct connection, all logged in at the same time: the
+     * barrier holds every session open until all eight have written and read back, so they overlap
+     * on ksmbd (which reuses a closed session's id, hence the barrier before the ids are compared).
+     */
     @Test
     @Order(11)
     void eightConcurrentSessions() throws Exception {
         int sessions = 8;
         int size = 4 * MIB;
         ExecutorService pool = Executors.newFixedThreadPool(sessions);
+        CyclicBarrier allOpen = new CyclicBarrier(sessions);
         try {
             List<Future<long[]>> results = new ArrayList<>();
             for (int i = 0; i < sessions; i++) {
@@ -230,11 +239,13 @@ class SmbjFileAccessTest {
                         file.write(data, 0);
                         assertArrayEquals(data, Guest.readAll(file, size), name + " read back");
                         SmbDirectConnection direct = smbj.connectionOf(connection).orElseThrow();
-                        return new long[] {direct.statistics().registrationsLive(), session.getSessionId()};
+                        long[] result = {direct.statistics().registrationsLive(), session.getSessionId()};
+                        allOpen.await(5, TimeUnit.MINUTES);
+                        return result;
                     }
                 }));
             }
-            java.util.Set<Long> ids = new java.util.HashSet<>();
+            Set<Long> ids = new HashSet<>();
             for (Future<long[]> f : results) {
                 long[] r = f.get(10, TimeUnit.MINUTES);
                 assertEquals(0, r[0], "no registration left on a session's connection");
