@@ -86,34 +86,44 @@ final class Timer {
 
     private void run() {
         for (;;) {
-            Task task;
-            synchronized (this) {
-                for (;;) {
-                    if (stopped) {
-                        return;
-                    }
-                    Task first = queue.peek();
-                    long now = System.nanoTime();
-                    if (first != null && first.due - now <= 0) {
-                        task = queue.poll();
-                        task.due = 0;
-                        break;
-                    }
-                    try {
-                        if (first == null) {
-                            wait();
-                        } else {
-                            TimeUnit.NANOSECONDS.timedWait(this, first.due - now);
-                        }
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                }
+            Task task = awaitDue();
+            if (task == null) {
+                return;
             }
             try {
                 task.fire();
             } catch (Throwable t) {
                 SimLog.error("timer task failed", t);
+            }
+            // A waiting thread's frame must not keep the last task reachable: a task is a
+            // connection, and a closed connection's memory is to be released at once.
+            task = null;
+        }
+    }
+
+    /** Waits for the first task to fall due and takes it; {@code null} once stopped. */
+    private synchronized Task awaitDue() {
+        for (;;) {
+            if (stopped) {
+                return null;
+            }
+            Task first = queue.peek();
+            long now = System.nanoTime();
+            if (first != null && first.due - now <= 0) {
+                queue.poll();
+                first.due = 0;
+                return first;
+            }
+            long wait = first == null ? 0 : first.due - now;
+            first = null; // nor a task cancelled while the thread waits for it
+            try {
+                if (wait == 0) {
+                    wait();
+                } else {
+                    TimeUnit.NANOSECONDS.timedWait(this, wait);
+                }
+            } catch (InterruptedException e) {
+                return null;
             }
         }
     }
