@@ -51,6 +51,8 @@ public final class SmbDirectConfig {
     public static final String MAX_PENDING_SENDS = "maxPendingSends";
     /** Property name of {@link #engineThreads()}. */
     public static final String ENGINE_THREADS = "engineThreads";
+    /** Property name of {@link #rdmaRegistrationCacheBytes()}. */
+    public static final String RDMA_REGISTRATION_CACHE_BYTES = "rdmaRegistrationCacheBytes";
 
     private static final SmbDirectConfig DEFAULTS = builder().build();
 
@@ -73,6 +75,7 @@ public final class SmbDirectConfig {
     private final int sendBuffers;
     private final int maxPendingSends;
     private final int engineThreads;
+    private final int rdmaRegistrationCacheBytes;
 
     private SmbDirectConfig(Builder b) {
         receiveCreditMax = b.receiveCreditMax;
@@ -94,6 +97,7 @@ public final class SmbDirectConfig {
         sendBuffers = b.sendBuffers;
         maxPendingSends = b.maxPendingSends;
         engineThreads = b.engineThreads;
+        rdmaRegistrationCacheBytes = b.rdmaRegistrationCacheBytes;
     }
 
     /**
@@ -128,7 +132,8 @@ public final class SmbDirectConfig {
                 .passiveNegotiationTimeoutSeconds(passiveNegotiationTimeoutSeconds)
                 .preferredSendSizeLimit(preferredSendSizeLimit).irdOrdHeader(irdOrdHeader).rnrRetryCount(rnrRetryCount)
                 .strictReassembly(strictReassembly).ird(ird).ord(ord)
-                .sendBuffers(sendBuffers).maxPendingSends(maxPendingSends).engineThreads(engineThreads);
+                .sendBuffers(sendBuffers).maxPendingSends(maxPendingSends).engineThreads(engineThreads)
+                .rdmaRegistrationCacheBytes(rdmaRegistrationCacheBytes);
     }
 
     /**
@@ -317,6 +322,18 @@ public final class SmbDirectConfig {
     }
 
     /**
+     * How many bytes of the upper layer's RDMA Read and Write buffers a connection keeps registered
+     * between operations (at most 16 buffers): an operation on a buffer used before costs no
+     * registration (MS-SMBD 3.1.4.5, 3.1.4.6). Such buffers stay reachable while registered; 0
+     * registers and deregisters around every operation (default 64 MiB).
+     *
+     * @return bytes, 0 to 1 GiB
+     */
+    public int rdmaRegistrationCacheBytes() {
+        return rdmaRegistrationCacheBytes;
+    }
+
+    /**
      * The configuration as properties under the names of the OSGi configuration.
      *
      * @return a new mutable map
@@ -342,6 +359,7 @@ public final class SmbDirectConfig {
         m.put(SEND_BUFFERS, sendBuffers);
         m.put(MAX_PENDING_SENDS, maxPendingSends);
         m.put(ENGINE_THREADS, engineThreads);
+        m.put(RDMA_REGISTRATION_CACHE_BYTES, rdmaRegistrationCacheBytes);
         return m;
     }
 
@@ -384,6 +402,7 @@ public final class SmbDirectConfig {
         private int sendBuffers = 32;
         private int maxPendingSends = 1024;
         private int engineThreads;
+        private int rdmaRegistrationCacheBytes = 67108864;
 
         private Builder() {
         }
@@ -597,6 +616,17 @@ public final class SmbDirectConfig {
          */
         public Builder engineThreads(int v) {
             engineThreads = check(ENGINE_THREADS, v, 0, 256);
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbDirectConfig#rdmaRegistrationCacheBytes()}.
+         *
+         * @param v 0 to 1073741824
+         * @return this builder
+         */
+        public Builder rdmaRegistrationCacheBytes(int v) {
+            rdmaRegistrationCacheBytes = check(RDMA_REGISTRATION_CACHE_BYTES, v, 0, 1073741824);
             return this;
         }
 

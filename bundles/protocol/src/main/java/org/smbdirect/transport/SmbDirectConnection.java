@@ -74,9 +74,57 @@ public interface SmbDirectConnection extends AutoCloseable {
      *         {@link ConnectionLostException} or {@link SmbDirectException}
      * @throws IllegalArgumentException when the message is empty (the peer would drop it) or longer
      *         than MaxFragmentedSendSize
-     * @throws IllegalStateException when too many messages are already waiting to be sent
+     * @throws IllegalStateException when too many messages are already waiting to be sent (see
+     *         {@link #isWritable()} and {@link #writable()})
      */
     CompletionStage<Void> send(ByteBuffer message);
+
+    /**
+     * Sends one upper-layer message made of the bytes of several buffers, each from its position to
+     * its limit, in order (a gathering send: a header and a payload need not be copied together
+     * first). Otherwise as {@link #send(ByteBuffer)}; the array may be reused at once, the buffers'
+     * contents not until the stage completes.
+     *
+     * @param message the parts; their total at most {@link ConnectionParameters#maxFragmentedSendSize()}
+     * @return as for {@link #send(ByteBuffer)}
+     * @throws IllegalArgumentException when the parts hold no byte or too many
+     * @throws IllegalStateException when too many messages are already waiting to be sent
+     * @since 1.1
+     */
+    CompletionStage<Void> sendGathering(ByteBuffer... message);
+
+    /**
+     * Whether a send would be accepted now: fewer than the configured maximum of messages are
+     * waiting to be sent ({@link SmbDirectConfig#maxPendingSends()}).
+     *
+     * @return {@code true} when there is room for another message
+     * @since 1.1
+     */
+    boolean isWritable();
+
+    /**
+     * A writability signal: completes once a send would be accepted, at once when one would be
+     * now, or exceptionally with {@link ConnectionLostException} when the connection ends first.
+     * A sender that keeps many messages in flight waits for it instead of catching the {@link
+     * IllegalStateException} of a full connection. Completes on an engine thread when it does not
+     * complete at once: do not block in its callbacks.
+     *
+     * @return the stage
+     * @since 1.1
+     */
+    CompletionStage<Void> writable();
+
+    /**
+     * Keeps the message being delivered: called from within {@link ConnectionHandler#onMessage},
+     * it returns the message as a {@link HeldMessage} whose bytes stay valid until released. Its
+     * receive buffer, and the peer's credit for it, return on {@link HeldMessage#release()}.
+     * Calling it again during the same delivery returns the same held message.
+     *
+     * @return the held message
+     * @throws IllegalStateException when not called from within this connection's {@code onMessage}
+     * @since 1.1
+     */
+    HeldMessage holdMessage();
 
     /**
      * Sends an upper-layer message and asks the peer's RDMA provider to invalidate one of the

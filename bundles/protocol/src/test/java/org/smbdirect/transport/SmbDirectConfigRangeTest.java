@@ -39,7 +39,8 @@ class SmbDirectConfigRangeTest {
                 field(SmbDirectConfig.ORD, 1, 255, SmbDirectConfig.Builder::ord),
                 field(SmbDirectConfig.SEND_BUFFERS, 1, 1024, SmbDirectConfig.Builder::sendBuffers),
                 field(SmbDirectConfig.MAX_PENDING_SENDS, 1, 1 << 20, SmbDirectConfig.Builder::maxPendingSends),
-                field(SmbDirectConfig.ENGINE_THREADS, 0, 256, SmbDirectConfig.Builder::engineThreads));
+                field(SmbDirectConfig.ENGINE_THREADS, 0, 256, SmbDirectConfig.Builder::engineThreads),
+                field(SmbDirectConfig.RDMA_REGISTRATION_CACHE_BYTES, 0, 1073741824, SmbDirectConfig.Builder::rdmaRegistrationCacheBytes));
     }
 
     private static Arguments field(String name, int min, int max, BiConsumer<SmbDirectConfig.Builder, Integer> set) {

@@ -86,7 +86,7 @@ final class EventLoopGroup {
         };
         private final AtomicReference<Actor> tail = new AtomicReference<>(stub);
         private Actor head = stub;
-        private final Thread thread;
+        private final EngineThread thread;
         private volatile boolean sleeping;
         private volatile boolean running = true;
 
@@ -117,12 +117,13 @@ final class EventLoopGroup {
                     return null;
                 }
                 head = n;
+                unlink(stub);
                 h = n;
                 n = (Actor) NEXT.getAcquire(h);
             }
             if (n != null) {
                 head = n;
-                return h;
+                return unlink(h);
             }
             if (h != tail.get()) {
                 return null; // a producer is between getAndSet and linking; try again shortly
@@ -131,9 +132,19 @@ final class EventLoopGroup {
             n = (Actor) NEXT.getAcquire(h);
             if (n != null) {
                 head = n;
-                return h;
+                return unlink(h);
             }
             return null;
+        }
+
+        /**
+         * Clears the link of a node the consumer has moved past (no producer writes it any more),
+         * so that a consumed actor does not keep the next one reachable: an ended connection must
+         * not stay referenced from the stub or from a live connection.
+         */
+        private static Actor unlink(Actor consumed) {
+            NEXT.setRelease(consumed, (Actor) null);
+            return consumed;
         }
 
         private boolean isEmpty() {

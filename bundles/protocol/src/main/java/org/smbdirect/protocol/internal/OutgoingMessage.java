@@ -14,6 +14,8 @@ final class OutgoingMessage {
     ByteBuffer data;
     int start;
     int length;
+    /** A gathering send's buffers instead of {@link #data}: the message is their bytes in order. */
+    ByteBuffer[] parts;
     /** Bytes already placed into posted fragments. */
     int offset;
     /** Whether at least one fragment was posted (an empty message has exactly one). */
@@ -35,8 +37,36 @@ final class OutgoingMessage {
         return started && offset >= length;
     }
 
+    /**
+     * Copies {@code n} bytes of the message, from {@link #offset} on, into {@code dst} at {@code
+     * index} (absolute; the buffers' positions are not changed).
+     */
+    void copyNext(ByteBuffer dst, int index, int n) {
+        if (parts == null) {
+            dst.put(index, data, start + offset, n);
+            return;
+        }
+        int skip = offset;
+        for (ByteBuffer p : parts) {
+            int have = p.remaining();
+            if (skip >= have) {
+                skip -= have;
+                continue;
+            }
+            int take = Math.min(have - skip, n);
+            dst.put(index, p, p.position() + skip, take);
+            index += take;
+            n -= take;
+            skip = 0;
+            if (n == 0) {
+                return;
+            }
+        }
+    }
+
     void clear() {
         data = null;
+        parts = null;
         start = 0;
         length = 0;
         offset = 0;

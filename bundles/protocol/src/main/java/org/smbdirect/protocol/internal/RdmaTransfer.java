@@ -16,16 +16,17 @@ import org.smbdirect.transport.BufferDescriptorV1;
 final class RdmaTransfer {
     final boolean read;
     final long length;
-    final List<MemoryRegion> localRegions;
+    /** The local registration the segments name, released when the transfer ends. */
+    final LocalRegistrations.Entry local;
     final List<Segment> segments;
     final CompletableFuture<Void> future = new CompletableFuture<>();
     int nextToPost;
     int completed;
 
-    private RdmaTransfer(boolean read, long length, List<MemoryRegion> localRegions, List<Segment> segments) {
+    private RdmaTransfer(boolean read, long length, LocalRegistrations.Entry local, List<Segment> segments) {
         this.read = read;
         this.length = length;
-        this.localRegions = localRegions;
+        this.local = local;
         this.segments = segments;
     }
 
@@ -80,20 +81,22 @@ final class RdmaTransfer {
     /**
      * Plans a transfer: the peer ranges cut further at the boundaries of the local registrations.
      *
-     * @param read RDMA Read (into {@code local}) or Write (from it)
-     * @param localRegions registrations covering the local bytes in order, each {@code chunk}
-     *        bytes except the last
-     * @param chunk the size of each local registration
+     * @param read RDMA Read (into the local buffer) or Write (from it)
+     * @param local the local buffer's registration: regions covering its bytes from 0 in order,
+     *        each {@code local.chunk} bytes except the last
+     * @param localStart the local buffer's first byte of the transfer (its position)
      * @param peer the peer ranges from {@link #peerRanges}
      * @return the transfer
      */
-    static RdmaTransfer plan(boolean read, List<MemoryRegion> localRegions, int chunk, List<BufferDescriptorV1> peer) {
+    static RdmaTransfer plan(boolean read, LocalRegistrations.Entry local, int localStart,
+            List<BufferDescriptorV1> peer) {
         List<Segment> segments = new ArrayList<>();
-        long localPos = 0;
+        int chunk = local.chunk;
+        long localPos = localStart;
         for (BufferDescriptorV1 d : peer) {
             long done = 0;
             while (done < d.unsignedLength()) {
-                MemoryRegion r = localRegions.get((int) (localPos / chunk));
+                MemoryRegion r = local.regions[(int) (localPos / chunk)];
                 int inRegion = (int) (localPos % chunk);
                 int take = (int) Math.min(d.unsignedLength() - done, r.length() - inRegion);
                 segments.add(new Segment(r, inRegion, d.offset() + done, d.token(), take));
@@ -101,7 +104,7 @@ final class RdmaTransfer {
                 localPos += take;
             }
         }
-        RdmaTransfer t = new RdmaTransfer(read, localPos, localRegions, segments);
+        RdmaTransfer t = new RdmaTransfer(read, localPos - localStart, local, segments);
         for (Segment s : segments) {
             s.transfer = t;
         }

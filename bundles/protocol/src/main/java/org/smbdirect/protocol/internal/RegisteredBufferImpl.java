@@ -18,7 +18,8 @@ import org.smbdirect.transport.SmbDirectException;
 final class RegisteredBufferImpl implements RegisteredBuffer {
     private static final System.Logger LOG = System.getLogger(RegisteredBufferImpl.class.getName());
 
-    private final Connection connection;
+    private final SmbDirectConnection connection;
+    private final Registrations registrations;
     private final RemoteAccess access;
     private final List<BufferDescriptorV1> descriptors;
     private final long length;
@@ -31,8 +32,10 @@ final class RegisteredBufferImpl implements RegisteredBuffer {
     /** Whether the buffer is counted in the connection's live registrations; cleared exactly once. */
     private final java.util.concurrent.atomic.AtomicBoolean counted = new java.util.concurrent.atomic.AtomicBoolean();
 
-    RegisteredBufferImpl(Connection connection, RemoteAccess access, List<MemoryRegion> regions) {
+    RegisteredBufferImpl(SmbDirectConnection connection, Registrations registrations, RemoteAccess access,
+            List<MemoryRegion> regions) {
         this.connection = connection;
+        this.registrations = registrations;
         this.access = access;
         this.regions = List.copyOf(regions);
         this.live = new LinkedHashSet<>(regions);
@@ -118,7 +121,7 @@ final class RegisteredBufferImpl implements RegisteredBuffer {
 
     @Override
     public void deregister() throws SmbDirectException {
-        connection.deregisterRegions(this, null);
+        registrations.deregisterRegions(this, null);
     }
 
     @Override

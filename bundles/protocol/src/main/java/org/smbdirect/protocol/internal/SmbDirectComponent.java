@@ -99,7 +99,7 @@ public final class SmbDirectComponent implements SmbDirect {
                 .preferredSendSizeLimit(c.preferredSendSizeLimit()).irdOrdHeader(c.irdOrdHeader()).rnrRetryCount(c.rnrRetryCount())
                 .strictReassembly(c.strictReassembly()).ird(c.ird())
                 .ord(c.ord()).sendBuffers(c.sendBuffers()).maxPendingSends(c.maxPendingSends())
-                .engineThreads(c.engineThreads()).build();
+                .engineThreads(c.engineThreads()).rdmaRegistrationCacheBytes(c.rdmaRegistrationCacheBytes()).build();
     }
 
     private static int ranking(Map<String, Object> p) {

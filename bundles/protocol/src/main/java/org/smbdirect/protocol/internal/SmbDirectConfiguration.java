@@ -93,6 +93,10 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
             description = "Threads running the protocol; 0 means one per processor. Applies on restart.")
     int engineThreads() default 0;
 
+    @AttributeDefinition(name = "RDMA registration cache (bytes)", min = "0", max = "1073741824",
+            description = "Bytes of upper-layer RDMA Read/Write buffers kept registered per connection (at most 16 buffers); 0 registers around every operation.")
+    int rdmaRegistrationCacheBytes() default 67108864;
+
     @AttributeDefinition(name = "Provider filter", required = false,
             description = "LDAP filter selecting the RDMA providers to use, e.g. (provider.type=sim).")
     String provider_target() default "(provider.type=*)";

@@ -259,8 +259,8 @@ public final class SmbDirectTransport implements SmbDirect {
     @Override
     public SmbDirectConnection connect(InetSocketAddress remote, ConnectionHandler handler, Duration timeout)
             throws SmbDirectException, InterruptedException {
-        Connection.refuseOnEngineThread("connect");
-        return Connection.await(connect(remote, handler).toCompletableFuture(), timeout, "connect to " + remote);
+        ConnectionHandle.refuseOnEngineThread("connect");
+        return ConnectionHandle.await(connect(remote, handler).toCompletableFuture(), timeout, "connect to " + remote);
     }
 
     @Override
@@ -310,11 +310,11 @@ public final class SmbDirectTransport implements SmbDirect {
     public List<SmbDirectConnection> connections() {
         List<SmbDirectConnection> out = new ArrayList<>();
         for (Connection c : connections) {
-            if (c.parameters() != null && c.isOpen()) {
-                out.add(c);
+            if (c.handle.parameters() != null && c.handle.isOpen()) {
+                out.add(c.handle);
             }
         }
-        out.sort(Comparator.comparingInt(c -> ((Connection) c).id));
+        out.sort(Comparator.comparingInt(c -> ((ConnectionHandle) c).id()));
         return out;
     }
 
@@ -323,8 +323,8 @@ public final class SmbDirectTransport implements SmbDirect {
         List<ConnectionCounters.Snapshot> live = new ArrayList<>();
         long open = 0;
         for (Connection c : connections) {
-            if (c.parameters() != null && c.isOpen()) {
-                live.add((ConnectionCounters.Snapshot) c.statistics());
+            if (c.handle.parameters() != null && c.handle.isOpen()) {
+                live.add(c.statistics());
                 open++;
             }
         }

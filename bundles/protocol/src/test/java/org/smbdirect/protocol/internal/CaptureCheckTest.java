@@ -199,8 +199,8 @@ class CaptureCheckTest {
         assertArrayEquals(replacement, placed);
         registered.close();
 
-        int activeId = Fixture.impl(active).id;
-        int passiveId = Fixture.impl(passive).id;
+        int activeId = Fixture.impl(active).id();
+        int passiveId = Fixture.impl(passive).id();
         awaitQuiet(activeId, passiveId);
         active.close();
         fx.close(); // flushes and closes the capture

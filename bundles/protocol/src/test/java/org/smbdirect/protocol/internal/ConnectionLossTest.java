@@ -323,7 +323,7 @@ class ConnectionLossTest {
         e.peer.endpoint.disconnect();
         e.peer.awaitEnded();
         long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
-        while (!e.connection.hasPendingTasks()) {
+        while (!e.connection.engine().hasPendingTasks()) {
             assertTrue(System.nanoTime() < deadline, "the disconnect event never reached the engine");
             Thread.onSpinWait();
         }
@@ -403,9 +403,9 @@ class ConnectionLossTest {
         assertEquals(TerminationReason.PROVIDER_STOPPED, upper.loss().reason());
         assertEquals(TerminationReason.PROVIDER_STOPPED, passive.loss().get().reason());
         assertEquals(2L, t.statistics().terminations().get(TerminationReason.PROVIDER_STOPPED));
-        // Let both connections' threads finish what they were doing.
-        Fixture.get(Fixture.impl(passive).inspect(c -> c.phase));
-        Fixture.get(Fixture.impl(active).inspect(c -> c.phase));
+        // Let both connections finish their teardown.
+        Fixture.get(passive.closeAsync().toCompletableFuture());
+        Fixture.get(active.closeAsync().toCompletableFuture());
     }
 
     /**

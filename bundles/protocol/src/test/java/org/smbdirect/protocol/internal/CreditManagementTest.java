@@ -53,16 +53,16 @@ class CreditManagementTest {
         // 2 credits for the engine: its first message (granting 4) uses one.
         try (Established e = Established.active(fx, t, peerSide, upper,
                 RawPeer.negotiateResponse(0x0100, 4, 2, 0, 1048576, 1024, 1024, 131072))) {
-            assertEquals(1, (int) Fixture.get(e.connection.inspect(c -> c.sendCredits)));
+            assertEquals(1, (int) Fixture.get(e.connection.inspect(c -> c.model.credits.sendCredits)));
             e.connection.send(ByteBuffer.wrap(new byte[] {1}));
             assertNull(e.peer.poll(Duration.ofMillis(100)), "the last credit is not spent without a grant");
-            assertEquals(1, (int) Fixture.until(e.connection, c -> c.sendQueue.size(), v -> v == 1));
+            assertEquals(1, (int) Fixture.until(e.connection, c -> c.model.sendQueue.size(), v -> v == 1));
             // The peer's message uses one of the engine's receives: now there is a credit to grant.
             e.peer.send(RawPeer.dataTransfer(4, 0, 0, 0, new byte[0]));
             DataTransferHeader h = RawPeer.header(e.peer.receive());
             assertEquals(1, h.creditsGranted());
             assertEquals(1, h.dataLength());
-            assertEquals(0, (int) Fixture.get(e.connection.inspect(c -> c.sendCredits)));
+            assertEquals(0, (int) Fixture.get(e.connection.inspect(c -> c.model.credits.sendCredits)));
             assertTrue(e.connection.statistics().creditStalls() > 0);
         }
     }
@@ -81,8 +81,8 @@ class CreditManagementTest {
             DataTransferHeader h = RawPeer.header(e.peer.receive());
             assertEquals(17, h.creditsGranted());
             assertEquals(0, h.dataLength());
-            assertEquals(30, (int) Fixture.get(e.connection.inspect(c -> c.receiveCreditTarget)));
-            assertEquals(20, (int) Fixture.get(e.connection.inspect(c -> c.receiveCredits)));
+            assertEquals(30, (int) Fixture.get(e.connection.inspect(c -> c.model.credits.receiveCreditTarget)));
+            assertEquals(20, (int) Fixture.get(e.connection.inspect(c -> c.model.credits.receiveCredits)));
         }
     }
 
@@ -97,7 +97,7 @@ class CreditManagementTest {
         try (Established e = Established.passive(fx, t, engineSide, peerSide, upper,
                 RawPeer.negotiateRequest(0x0100, 0x0100, 255, 1024, 1024, 131072))) {
             int credits = e.response.creditsGranted();
-            assertEquals(Connection.INITIAL_RECEIVE_BUFFERS, credits);
+            assertEquals(Receiver.INITIAL_RECEIVE_BUFFERS, credits);
             int peak = credits;
             int sent = 0;
             int grant = 8; // credits for the engine's messages: the raw peer reposts each receive it uses
@@ -134,12 +134,12 @@ class CreditManagementTest {
                 credits--;
                 upper.message();
                 fx.clock.advance(Duration.ofMillis(1));
-                if (credits <= Connection.INITIAL_RECEIVE_BUFFERS / 2) {
+                if (credits <= Receiver.INITIAL_RECEIVE_BUFFERS / 2) {
                     credits += RawPeer.header(e.peer.receive()).creditsGranted();
                     grant = 1;
                 }
             }
-            assertEquals(Connection.INITIAL_RECEIVE_BUFFERS,
+            assertEquals(Receiver.INITIAL_RECEIVE_BUFFERS,
                     (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)));
         }
     }
@@ -159,7 +159,7 @@ class CreditManagementTest {
                 byte[] m = e.peer.receive();
                 assertEquals(i, m[24]);
             }
-            assertEquals(2, (int) Fixture.until(e.connection, c -> c.sendCredits, v -> v == 2));
+            assertEquals(2, (int) Fixture.until(e.connection, c -> c.model.credits.sendCredits, v -> v == 2));
         }
     }
 

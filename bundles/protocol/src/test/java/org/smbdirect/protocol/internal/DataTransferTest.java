@@ -221,7 +221,7 @@ class DataTransferTest {
         try (Established e = Established.passive(fx, fx.transport(SmbDirectConfig.builder()
                 .maxFragmentedRecvSize(131072).build(), engineSide), engineSide, peerSide, upper,
                 RawPeer.negotiateRequest(0x0100, 0x0100, 255, 8136, 1024, 131072))) {
-            assertEquals(Connection.INITIAL_RECEIVE_BUFFERS, e.response.creditsGranted());
+            assertEquals(Receiver.INITIAL_RECEIVE_BUFFERS, e.response.creditsGranted());
             byte[] data = pattern(131072, 5);
             int sent = 0;
             while (sent < data.length) {
@@ -352,8 +352,8 @@ class DataTransferTest {
                 upper.message();
             }
             // All 8 granted receives are used; the engine reposted them but cannot grant them.
-            Fixture.until(e.connection, c -> c.receiveCredits, v -> v > 0);
-            assertEquals(0, (int) Fixture.get(e.connection.inspect(c -> c.peerCredits)));
+            Fixture.until(e.connection, c -> c.model.credits.receiveCredits, v -> v > 0);
+            assertEquals(0, (int) Fixture.get(e.connection.inspect(c -> c.model.credits.peerCredits)));
             e.peer.send(RawPeer.dataTransfer(8, 0, 0, 0, new byte[] {9}));
             assertEquals(TerminationReason.SEND_WITHOUT_CREDIT, upper.loss().reason());
         }

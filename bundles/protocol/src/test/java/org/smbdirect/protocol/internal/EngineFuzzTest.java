@@ -182,8 +182,8 @@ class EngineFuzzTest {
         if (h.engine.connectionCount() != 1) {
             StringBuilder why = new StringBuilder("only the bystander remains; found:");
             for (Connection c : h.engine.debugConnections()) {
-                why.append(' ').append(c).append(' ').append(c.inspect(x -> x.phase + "/" + x.role + "/"
-                        + (x.endpoint == null ? null : x.endpoint.state()) + "/" + x.loss()).get(5, TimeUnit.SECONDS));
+                why.append(' ').append(c).append(' ').append(c.inspect(x -> x.lifecycle + "/" + x.model.role + "/"
+                        + (x.endpoint == null ? null : x.endpoint.state())).get(5, TimeUnit.SECONDS));
             }
             throw new AssertionError(why.toString());
         }

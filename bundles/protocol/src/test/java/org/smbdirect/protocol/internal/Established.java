@@ -12,12 +12,12 @@ import org.smbdirect.transport.SmbDirectListener;
 /** An engine connection negotiated with a raw peer, in either role. */
 final class Established implements AutoCloseable {
     final RawPeer peer;
-    final Connection connection;
+    final ConnectionHandle connection;
     /** The Negotiate Response the engine sent (passive engine), or null. */
     final NegotiateResponse response;
     private final RawPeer.Acceptor acceptor;
 
-    private Established(RawPeer peer, Connection connection, NegotiateResponse response, RawPeer.Acceptor acceptor) {
+    private Established(RawPeer peer, ConnectionHandle connection, NegotiateResponse response, RawPeer.Acceptor acceptor) {
         this.peer = peer;
         this.connection = connection;
         this.response = response;
@@ -31,7 +31,7 @@ final class Established implements AutoCloseable {
         RawPeer peer = RawPeer.connect(peerSide, l.localAddress(), new IrdOrdHeader(4, 4).toPrivateData(), 16);
         peer.send(negotiateRequest);
         NegotiateResponse rsp = NegotiateResponse.decode(ByteBuffer.wrap(peer.receive()));
-        Connection c = (Connection) upper.connection();
+        ConnectionHandle c = (ConnectionHandle) upper.connection();
         l.close();
         return new Established(peer, c, rsp, null);
     }
@@ -47,7 +47,7 @@ final class Established implements AutoCloseable {
         RawPeer peer = acceptor.next();
         peer.receive();
         peer.send(negotiateResponse);
-        Connection c = (Connection) Fixture.get(f);
+        ConnectionHandle c = (ConnectionHandle) Fixture.get(f);
         peer.receive(); // the engine's first Data Transfer message, granting its receive credits
         return new Established(peer, c, null, acceptor);
     }

@@ -61,7 +61,7 @@ final class Fixture implements AutoCloseable {
     }
 
     /** Waits, without sleeping for fixed times, until a condition over a connection's state holds. */
-    static <T> T until(Connection c, Function<Connection, T> query, java.util.function.Predicate<T> done)
+    static <T> T until(ConnectionHandle c, Function<Connection, T> query, java.util.function.Predicate<T> done)
             throws Exception {
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
         T v;
@@ -97,8 +97,8 @@ final class Fixture implements AutoCloseable {
         return f.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    static Connection impl(SmbDirectConnection c) {
-        return (Connection) c;
+    static ConnectionHandle impl(SmbDirectConnection c) {
+        return (ConnectionHandle) c;
     }
 
     @Override

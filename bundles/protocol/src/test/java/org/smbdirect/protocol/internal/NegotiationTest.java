@@ -299,17 +299,17 @@ class NegotiationTest {
                 assertEquals(8192, req.maxReceiveSize());
                 assertEquals(1048576, req.maxFragmentedSize());
                 peer.send(RawPeer.negotiateResponse(0x0100, 7, 3, 0, 16 << 20, 512, 700, 131072));
-                Connection c = Fixture.impl(Fixture.get(f));
+                ConnectionHandle c = Fixture.impl(Fixture.get(f));
                 ConnectionParameters p = c.parameters();
                 assertEquals(700, p.maxSendSize(), "min(1364, MaxReceiveSize 700)");
                 assertEquals(512, p.maxReceiveSize(), "min(8192, PreferredSendSize 512)");
                 assertEquals(8 << 20, p.maxReadWriteSize(), "min(8 MiB, 16 MiB)");
                 assertEquals(131072, p.maxFragmentedSendSize());
-                assertEquals(7, (int) Fixture.get(c.inspect(x -> x.receiveCreditTarget)));
+                assertEquals(7, (int) Fixture.get(c.inspect(x -> x.model.credits.receiveCreditTarget)));
                 // The first Data Transfer message spends one of the 3 credits and grants our 7 receives.
                 DataTransferHeader first = RawPeer.header(peer.receive());
                 assertEquals(7, first.creditsGranted());
-                assertEquals(2, (int) Fixture.until(c, x -> x.sendCredits, v -> v == 2));
+                assertEquals(2, (int) Fixture.until(c, x -> x.model.credits.sendCredits, v -> v == 2));
             }
         }
     }
@@ -535,7 +535,7 @@ class NegotiationTest {
         try (RawPeer peer = RawPeer.connect(peerSide, l.localAddress(), null, 8, 16, 0)) {
             peer.send(RawPeer.negotiateRequest(0x0100, 0x0100, 10, 1024, 1024, 131072));
             peer.receive();
-            Connection c = (Connection) upper.connection();
+            ConnectionHandle c = (ConnectionHandle) upper.connection();
             ConnectionParameters p = c.parameters();
             assertEquals(8, p.ord(), "min(own ORD 8, the client's IRD 16)");
             assertEquals(0, p.ird(), "the client issues no reads");

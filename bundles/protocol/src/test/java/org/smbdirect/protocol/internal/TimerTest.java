@@ -54,8 +54,8 @@ class TimerTest {
             DataTransferHeader h = RawPeer.header(e.peer.receive());
             assertEquals(Wire.SMB_DIRECT_RESPONSE_REQUESTED, h.flags());
             assertEquals(0, h.dataLength());
-            assertEquals(Connection.KeepaliveRequested.SENT,
-                    Fixture.get(e.connection.inspect(c -> c.keepaliveRequested)));
+            assertEquals(DataModel.KeepaliveRequested.SENT,
+                    Fixture.get(e.connection.inspect(c -> c.model.keepaliveRequested)));
             assertEquals(1, e.connection.statistics().keepalivesSent());
         }
     }
@@ -85,8 +85,8 @@ class TimerTest {
                 assertEquals(Wire.SMB_DIRECT_RESPONSE_REQUESTED, RawPeer.header(e.peer.receive()).flags());
                 fx.clock.advance(Duration.ofSeconds(2));
                 e.peer.send(RawPeer.dataTransfer(10, 1, 0, 0, new byte[0]));
-                assertEquals(Connection.KeepaliveRequested.NONE, Fixture.until(e.connection,
-                        c -> c.keepaliveRequested, v -> v == Connection.KeepaliveRequested.NONE));
+                assertEquals(DataModel.KeepaliveRequested.NONE, Fixture.until(e.connection,
+                        c -> c.model.keepaliveRequested, v -> v == DataModel.KeepaliveRequested.NONE));
                 fx.clock.advance(Duration.ofSeconds(10));
                 assertTrue(e.connection.isOpen());
             }

@@ -1,0 +1,496 @@
+package org.smbdirect.protocol.internal;
+
+import java.nio.ByteBuffer;
+import java.nio.channels.CompletionHandler;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+import org.smbdirect.protocol.wire.internal.DataTransferHeader;
+import org.smbdirect.protocol.wire.internal.Wire;
+import org.smbdirect.rdma.Endpoint;
+import org.smbdirect.rdma.EndpointState;
+import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.RequestFlags;
+import org.smbdirect.transport.ConnectionLoss;
+import org.smbdirect.transport.ConnectionLostException;
+import org.smbdirect.transport.TerminationReason;
+
+/**
+ * The sending side of one connection: MS-SMBD 3.1.4.2 (Send Message: the upper layer's messages
+ * enter), 3.1.5.1 (Sending Upper Layer Messages, the current text: credits per message), 3.1.5.4
+ * (Sending a Data Transfer Message: fragmentation), and the Negotiate messages' sends.
+ *
+ * <p>Threads: {@link #enqueue} and the writability calls run on any thread and touch only the
+ * inbox, under its lock; everything else runs on the connection's thread. Messages leave the
+ * inbox for Connection.SendQueue in the order they entered it.
+ */
+final class Sender {
+    private static final System.Logger LOG = System.getLogger(Connection.class.getName());
+    private static final System.Logger.Level TRACE = System.Logger.Level.TRACE;
+
+    private final Object owner;
+    private final DataModel model;
+    private final CreditLedger credits;
+    private final ConnectionStateMachine lifecycle;
+    private final ConnectionCounters counters;
+    private final Terminator end;
+    private final int maxPendingSends;
+    private final boolean remoteInvalidate;
+
+    // ---- shared with the upper layer's threads, guarded by inboxLock
+    private final Object inboxLock = new Object();
+    private final ArrayDeque<OutgoingMessage> inbox = new ArrayDeque<>();
+    private final ArrayDeque<OutgoingMessage> pool = new ArrayDeque<>();
+    private int pendingSends;
+    private boolean sendsClosed;
+    private CompletableFuture<Void> writable;
+
+    // ---- the connection's thread
+    private SendBuffers sendBuffers;
+    private int inlineThreshold;
+    private final OutgoingMessage emptyMessage = new OutgoingMessage();
+    /** Messages whose fragments failed or were flushed, failed with the loss once it is known. */
+    private final List<OutgoingMessage> orphaned = new ArrayList<>();
+    /** The refusal a failure Negotiate Response carries, to terminate with once it is sent (3.1.5.3). */
+    private ConnectionLoss afterNegotiationSend;
+    /** A negotiation message that overtook the established event, posted when it arrives. */
+    private Runnable deferredUntilEstablished;
+
+    /**
+     * @param owner the connection, for messages
+     * @param model the data model (SendQueue, credits, SendImmediate, sizes)
+     * @param lifecycle the connection's state
+     * @param counters the connection's counters
+     * @param end ends the connection
+     * @param maxPendingSends the most upper-layer messages waiting
+     * @param remoteInvalidate whether the provider can send with invalidate
+     */
+    Sender(Object owner, DataModel model, ConnectionStateMachine lifecycle, ConnectionCounters counters,
+            Terminator end, int maxPendingSends, boolean remoteInvalidate) {
+        this.owner = owner;
+        this.model = model;
+        this.credits = model.credits;
+        this.lifecycle = lifecycle;
+        this.counters = counters;
+        this.end = end;
+        this.maxPendingSends = maxPendingSends;
+        this.remoteInvalidate = remoteInvalidate;
+        emptyMessage.internal = true;
+    }
+
+    /**
+     * The send buffers exist (with the endpoint).
+     *
+     * @param buffers the registered send buffers
+     * @param inline the largest message posted inline
+     */
+    void attach(SendBuffers buffers, int inline) {
+        this.sendBuffers = buffers;
+        this.inlineThreshold = inline;
+    }
+
+    // ================================================================ 3.1.4.2, any thread
+
+    /**
+     * MS-SMBD 3.1.4.2 Send Message: checks the length and queues the message for 3.1.5.1; a lost
+     * or closing connection fails it at once.
+     *
+     * @param message the bytes from position to limit, or {@code null} with {@code parts}
+     * @param parts a gathering send's buffers, or {@code null}
+     * @param hasToken whether a remote token is to be invalidated
+     * @param token the token
+     * @param future completed when sent, or {@code null} with {@code h}
+     * @param h called when sent, or {@code null} with {@code future}
+     * @param attachment for {@code h}
+     * @param maxFragmentedSendSize Connection.MaxFragmentedSendSize, or -1 when not yet negotiated
+     * @return {@code true} when the message was queued (the connection has work), {@code false}
+     *         when it was failed at once
+     */
+    boolean enqueue(ByteBuffer message, ByteBuffer[] parts, boolean hasToken, int token,
+            CompletableFuture<Void> future, CompletionHandler<Void, Object> h, Object attachment,
+            int maxFragmentedSendSize) {
+        long total = message != null ? message.remaining() : 0;
+        if (parts != null) {
+            for (ByteBuffer p : parts) {
+                total += p.remaining();
+            }
+        }
+        if (total == 0 && !hasToken) {
+            // A Data Transfer message with DataLength 0 reaches no upper layer (3.1.5.8 delivers
+            // data only): the peer would drop it without a trace.
+            throw new IllegalArgumentException("an empty message cannot be sent: the peer's SMB Direct layer "
+                    + "hands only data to its upper layer (MS-SMBD 3.1.4.2, 3.1.5.8)");
+        }
+        if (maxFragmentedSendSize >= 0 && total > maxFragmentedSendSize) {
+            throw new IllegalArgumentException("message of " + total + " bytes exceeds MaxFragmentedSendSize "
+                    + maxFragmentedSendSize + " (MS-SMBD 3.1.4.2)");
+        }
+        ConnectionLoss lost;
+        synchronized (inboxLock) {
+            lost = lifecycle.loss();
+            if (!sendsClosed && lost == null) {
+                if (pendingSends >= maxPendingSends) {
+                    throw new IllegalStateException(pendingSends + " messages are already waiting to be sent on "
+                            + owner + " (maxPendingSends " + maxPendingSends + "; isWritable() and writable() "
+                            + "tell when there is room)");
+                }
+                OutgoingMessage m = pool.poll();
+                if (m == null) {
+                    m = new OutgoingMessage();
+                }
+                if (parts != null) {
+                    m.parts = parts.clone();
+                } else {
+                    m.data = message;
+                    m.start = message.position();
+                }
+                m.length = (int) total;
+                m.hasToken = hasToken;
+                m.remoteToken = token;
+                m.future = future;
+                m.handler = h;
+                m.attachment = attachment;
+                pendingSends++;
+                inbox.add(m);
+                return true;
+            } else if (lost == null) {
+                lost = new ConnectionLoss(TerminationReason.LOCAL_CLOSE, "the connection is closing");
+            }
+        }
+        ConnectionLostException e = new ConnectionLostException(lost);
+        if (future != null) {
+            future.completeExceptionally(e);
+        } else {
+            h.failed(e, attachment);
+        }
+        return false;
+    }
+
+    /**
+     * Whether a send would be accepted now: fewer than maxPendingSends messages wait.
+     *
+     * @return {@code true} when there is room
+     */
+    boolean isWritable() {
+        synchronized (inboxLock) {
+            return pendingSends < maxPendingSends;
+        }
+    }
+
+    /**
+     * Completes once a send would be accepted (at once when one would be now), or when the
+     * connection is lost (then exceptionally).
+     *
+     * @return the stage
+     */
+    CompletableFuture<Void> writable() {
+        synchronized (inboxLock) {
+            ConnectionLoss l = lifecycle.loss();
+            if (l != null) {
+                return CompletableFuture.failedFuture(new ConnectionLostException(l));
+            }
+            if (pendingSends < maxPendingSends) {
+                return CompletableFuture.completedFuture(null);
+            }
+            if (writable == null) {
+                writable = new CompletableFuture<>();
+            }
+            return writable;
+        }
+    }
+
+    // ================================================================ the connection's thread
+
+    /** Moves what the upper layer queued into Connection.SendQueue. */
+    void drainInbox() {
+        synchronized (inboxLock) {
+            if (inbox.isEmpty()) {
+                return;
+            }
+            if (model.sendQueue.peek() == emptyMessage && !emptyMessage.started) {
+                // An upper-layer message carries the credits or keepalive answer just as well.
+                model.sendQueue.poll();
+            }
+            OutgoingMessage m;
+            while ((m = inbox.poll()) != null) {
+                model.sendQueue.add(m);
+            }
+        }
+    }
+
+    /**
+     * MS-SMBD 3.1.5.1 Sending Upper Layer Messages, the current text: credit processing per
+     * message (3.1.5.9 through {@code receives}), the last send credit never spent without granting
+     * one, the keepalive flag of 3.1.6.2, one Data Transfer message per fragment (3.1.5.4).
+     *
+     * @param ep the endpoint
+     * @param receives posts receives for 3.1.5.9
+     * @param timers the keepalive state
+     */
+    void sendUpperLayerMessages(Endpoint ep, Receiver receives, KeepaliveTimers timers) {
+        if (model.role != DataModel.Role.ESTABLISHED) {
+            return;
+        }
+        ArrayDeque<OutgoingMessage> sendQueue = model.sendQueue;
+        if (sendQueue.isEmpty() && model.sendImmediate) {
+            emptyMessage.clear();
+            emptyMessage.internal = true;
+            sendQueue.add(emptyMessage);
+        }
+        while (!sendQueue.isEmpty() && lifecycle.maySend()) {
+            OutgoingMessage m = sendQueue.peek();
+            if (credits.sendCredits == 0) {
+                counters.creditStalls++;
+                break;
+            }
+            SendBuffers.Slot slot;
+            try {
+                slot = sendBuffers.acquire();
+            } catch (RdmaException e) {
+                end.terminate(TerminationReason.LOCAL_RESOURCES, "cannot register send buffers: " + e.getMessage());
+                return;
+            }
+            if (slot == null) {
+                break; // every send buffer is in flight; continue when one completes
+            }
+            // The message's CreditsGranted is zero until now: perform 3.1.5.9.
+            receives.manageCreditsPriorToSending(true, true);
+            if (!lifecycle.maySend()) {
+                // Posting the receives failed and ended the connection (its buffers may be gone).
+                if (sendBuffers != null) {
+                    sendBuffers.release(slot);
+                }
+                return;
+            }
+            int granted = credits.grantable();
+            if (!credits.maySend(granted)) {
+                sendBuffers.release(slot);
+                counters.creditStalls++;
+                break;
+            }
+            int flags = timers.flagsForNextMessage();
+            if (flags != 0) {
+                counters.keepalivesSent++;
+            }
+            if (!sendDataTransferMessage(ep, m, slot, granted, flags)) {
+                return;
+            }
+            credits.sent(granted);
+            counters.creditsGranted += granted;
+            if (m.fullyPosted()) {
+                sendQueue.poll();
+            }
+            model.sendImmediate = false;
+        }
+    }
+
+    /**
+     * MS-SMBD 3.1.5.4 Sending a Data Transfer Message: builds and posts the next fragment of
+     * {@code m}: DataOffset 24 and DataLength min(remaining, MaxSendSize - 24), or an empty message
+     * of exactly 20 bytes; a remote token to invalidate goes with the first fragment only.
+     */
+    private boolean sendDataTransferMessage(Endpoint ep, OutgoingMessage m, SendBuffers.Slot slot, int granted,
+            int flags) {
+        int dataLength = Math.min(m.length - m.offset, model.maxSendSize - Wire.DATA_OFFSET);
+        int remaining = m.length - m.offset - dataLength;
+        int total = DataTransferHeader.encode(slot.buffer, slot.base, credits.sendCreditTarget, granted, flags,
+                remaining, dataLength);
+        if (dataLength > 0) {
+            m.copyNext(slot.buffer, slot.base + Wire.DATA_OFFSET, dataLength);
+        }
+        slot.sgl[0].set(slot.region, slot.base, total);
+        slot.owner = m.internal ? null : m;
+        slot.dataLength = dataLength;
+        int postFlags = total <= inlineThreshold ? RequestFlags.INLINE : 0;
+        try {
+            if (m.hasToken && !m.started && remoteInvalidate) {
+                ep.postSendAndInvalidate(slot, slot.sgl, 1, postFlags, m.remoteToken);
+            } else {
+                ep.postSend(slot, slot.sgl, 1, postFlags);
+            }
+        } catch (RdmaException e) {
+            sendBuffers.release(slot);
+            end.postFailed("send failed", e);
+            return false;
+        }
+        if (LOG.isLoggable(TRACE)) {
+            // What went on the wire, decoded back from the send buffer.
+            LOG.log(TRACE, owner + " sent " + new DataTransferHeader().decode(slot.buffer, slot.base, total));
+        }
+        m.started = true;
+        m.offset += dataLength;
+        if (!m.internal) {
+            m.inFlight++;
+        }
+        counters.fragmentsSent++;
+        return true;
+    }
+
+    /**
+     * A send completed: its buffer is free again; the upper-layer message completes after its last
+     * fragment, and a failure Negotiate Response, once sent, ends the connection.
+     *
+     * @param slot the send buffer
+     * @param status the completion's status
+     */
+    void sendCompleted(SendBuffers.Slot slot, RdmaStatus status) {
+        OutgoingMessage m = slot.owner;
+        sendBuffers.release(slot);
+        if (status != RdmaStatus.SUCCESS) {
+            if (m != null) {
+                orphaned.add(m); // failed with the connection's loss reason
+            }
+            if (status != RdmaStatus.FLUSHED) {
+                end.terminate(TerminationReason.TRANSPORT_ERROR, "SEND completed with " + status + " ("
+                        + status.description() + ")");
+            }
+            return;
+        }
+        if (m == null) {
+            if (afterNegotiationSend != null) {
+                ConnectionLoss why = afterNegotiationSend;
+                afterNegotiationSend = null;
+                end.terminate(why.reason(), why.detail());
+            }
+            return;
+        }
+        if (--m.inFlight == 0 && m.fullyPosted()) {
+            counters.messagesSent++;
+            counters.bytesSent += m.length;
+            m.succeed();
+            recycle(m);
+        }
+    }
+
+    private void recycle(OutgoingMessage m) {
+        m.clear();
+        CompletableFuture<Void> room = null;
+        synchronized (inboxLock) {
+            pendingSends--;
+            pool.push(m);
+            if (writable != null && pendingSends < maxPendingSends) {
+                room = writable;
+                writable = null;
+            }
+        }
+        if (room != null) {
+            room.complete(null);
+        }
+    }
+
+    // ================================================================ negotiation messages
+
+    /**
+     * Posts a Negotiate Request or Response (3.1.5.2, 3.1.5.3) from a send buffer. When the peer's
+     * message overtook this side's established event, the post waits for {@link
+     * #establishedEventArrived()}.
+     *
+     * @param ep the endpoint
+     * @param encoder writes the message at the buffer's position
+     * @param size its size
+     * @param refusal for a failure response: the loss to terminate with once it is sent; else null
+     * @return {@code true} when posted (or deferred)
+     */
+    boolean postNegotiationMessage(Endpoint ep, Consumer<ByteBuffer> encoder, int size, ConnectionLoss refusal) {
+        if (lifecycle.isEnding()) {
+            return false; // ended meanwhile: its send buffers are gone
+        }
+        afterNegotiationSend = refusal;
+        try {
+            SendBuffers.Slot slot = sendBuffers.acquire();
+            encoder.accept(slot.buffer.duplicate().order(slot.buffer.order()).position(slot.base));
+            slot.owner = null;
+            slot.sgl[0].set(slot.region, slot.base, size);
+            try {
+                ep.postSend(slot, slot.sgl, 1, size <= inlineThreshold ? RequestFlags.INLINE : 0);
+            } catch (RdmaException e) {
+                if (e.status() == RdmaStatus.NOT_CONNECTED && ep.state() == EndpointState.CONNECTING) {
+                    // The peer's message overtook our own established event: post once it arrives.
+                    deferredUntilEstablished = () -> {
+                        try {
+                            ep.postSend(slot, slot.sgl, 1, 0);
+                        } catch (RdmaException again) {
+                            end.postFailed("negotiation send failed", again);
+                        }
+                    };
+                    return true;
+                }
+                throw e;
+            }
+            return true;
+        } catch (RdmaException e) {
+            end.postFailed("negotiation send failed", e);
+            return false;
+        }
+    }
+
+    /** The provider's established event arrived: a deferred negotiation message goes now. */
+    void establishedEventArrived() {
+        Runnable r = deferredUntilEstablished;
+        deferredUntilEstablished = null;
+        if (r != null) {
+            r.run();
+        }
+    }
+
+    // ================================================================ closing
+
+    /** No more messages are accepted (a graceful close); those queued still go. */
+    void closeIntake() {
+        synchronized (inboxLock) {
+            sendsClosed = true;
+        }
+    }
+
+    /**
+     * Whether every message accepted has been sent and its sends completed.
+     *
+     * @return {@code true} when nothing is left to send
+     */
+    boolean allSent() {
+        boolean idle;
+        synchronized (inboxLock) {
+            idle = inbox.isEmpty();
+        }
+        return idle && model.sendQueue.isEmpty() && (sendBuffers == null || sendBuffers.allFree());
+    }
+
+    /**
+     * The connection ended: every message not yet complete (queued, partly posted, with fragments
+     * in flight, or still in the inbox) fails with the loss; nothing more is accepted.
+     *
+     * @param failure the loss
+     */
+    void failAll(ConnectionLostException failure) {
+        List<OutgoingMessage> failed = new ArrayList<>(model.sendQueue);
+        model.sendQueue.clear();
+        failed.addAll(orphaned);
+        orphaned.clear();
+        if (sendBuffers != null) {
+            sendBuffers.collectOwners(failed);
+        }
+        CompletableFuture<Void> room;
+        synchronized (inboxLock) {
+            sendsClosed = true;
+            failed.addAll(inbox);
+            inbox.clear();
+            pool.clear();
+            room = writable;
+            writable = null;
+        }
+        for (OutgoingMessage m : failed) {
+            if (!m.internal) {
+                m.fail(failure);
+            }
+        }
+        if (room != null) {
+            room.completeExceptionally(failure);
+        }
+        sendBuffers = null;
+        deferredUntilEstablished = null;
+    }
+}

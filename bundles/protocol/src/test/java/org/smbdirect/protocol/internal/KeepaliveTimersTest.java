@@ -1,0 +1,112 @@
+package org.smbdirect.protocol.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.smbdirect.protocol.wire.internal.Wire;
+import org.smbdirect.transport.ConnectionLoss;
+import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.TerminationReason;
+
+/** MS-SMBD 3.1.6.1, 3.1.6.2 and their callers (3.1.5.1, 3.1.5.5) on the virtual clock. */
+class KeepaliveTimersTest {
+    private final VirtualScheduler clock = new VirtualScheduler();
+    private final AtomicInteger signals = new AtomicInteger();
+    private final DataModel model = new DataModel();
+
+    private KeepaliveTimers timers(int intervalSeconds) {
+        model.initialValues(DataModel.Role.PASSIVE,
+                SmbDirectConfig.builder().keepaliveIntervalSeconds(intervalSeconds).build());
+        return new KeepaliveTimers(clock, signals::incrementAndGet, model, Duration.ofSeconds(5));
+    }
+
+    /** Runs the idle timer's check the way the connection does when signalled. */
+    private ConnectionLoss advance(KeepaliveTimers t, int seconds) {
+        ConnectionLoss loss = null;
+        for (int i = 0; i < seconds && loss == null; i++) {
+            clock.advance(Duration.ofSeconds(1));
+            loss = t.idleTimerFired();
+        }
+        return loss;
+    }
+
+    /**
+     * Columns: KeepaliveInterval (s), the peer's last message (s after establishment, -1: none),
+     * seconds observed, expected: keepalives requested, terminated.
+     */
+    @ParameterizedTest(name = "interval {0}, peer at {1}, {2} s -> keepalive {3}, terminated {4}")
+    @CsvSource({
+        "120, -1, 119, false, false",
+        "120, -1, 120, true, false",
+        "120, -1, 125, true, true",
+        "120, 60, 179, false, false",
+        "120, 60, 180, true, false",
+        "120, 122, 200, true, false",
+        "0, -1, 100000, false, false",
+    })
+    void idleConnectionTimer_3_1_6_2(int interval, int peerAt, int seconds, boolean keepalive, boolean terminated) {
+        KeepaliveTimers t = timers(interval);
+        t.established();
+        ConnectionLoss loss = null;
+        boolean requested = false;
+        for (int s = 1; s <= seconds && loss == null; s++) {
+            loss = advance(t, 1);
+            if (model.keepaliveRequested == DataModel.KeepaliveRequested.PENDING) {
+                requested = true;
+                assertTrue(model.sendImmediate, "a keepalive goes even when nothing is queued");
+                assertEquals(Wire.SMB_DIRECT_RESPONSE_REQUESTED, t.flagsForNextMessage(), "3.1.5.1: the flag");
+                assertEquals(DataModel.KeepaliveRequested.SENT, model.keepaliveRequested);
+                assertEquals(0, t.flagsForNextMessage(), "once");
+            }
+            if (s == peerAt) {
+                t.messageReceived(); // 3.1.5.5
+                assertEquals(DataModel.KeepaliveRequested.NONE, model.keepaliveRequested);
+            }
+        }
+        assertEquals(keepalive, requested, "keepalive requested");
+        assertEquals(terminated, loss != null, "terminated");
+        if (loss != null) {
+            assertEquals(TerminationReason.KEEPALIVE_TIMEOUT, loss.reason());
+        }
+    }
+
+    /** 3.1.6.1: the Negotiation Timer expires once unless cancelled by a completed negotiation. */
+    @Test
+    void negotiationTimer_3_1_6_1() {
+        KeepaliveTimers t = timers(120);
+        t.startNegotiationTimer(Duration.ofSeconds(5));
+        clock.advance(Duration.ofMillis(4999));
+        assertFalse(t.negotiationTimerExpired());
+        clock.advance(Duration.ofMillis(1));
+        assertEquals(1, signals.get(), "the expiry signals the connection");
+        assertTrue(t.negotiationTimerExpired());
+        assertFalse(t.negotiationTimerExpired(), "once per expiry");
+        t.startNegotiationTimer(Duration.ofSeconds(5));
+        t.cancelNegotiationTimer();
+        clock.advance(Duration.ofSeconds(10));
+        assertFalse(t.negotiationTimerExpired());
+    }
+
+    /** Retriggering on every message costs no timer operation: one scheduled check at a time. */
+    @Test
+    void retriggering_keepsOneScheduledCheck() {
+        KeepaliveTimers t = timers(120);
+        t.established();
+        for (int i = 0; i < 1000; i++) {
+            t.messageReceived();
+        }
+        assertEquals(1, clock.pending());
+        assertNull(advance(t, 120));
+        assertEquals(1, clock.pending(), "the check moved to the later deadline");
+        t.cancelAll();
+        assertEquals(0, clock.pending());
+    }
+}
