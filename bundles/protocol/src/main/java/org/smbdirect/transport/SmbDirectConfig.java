@@ -51,6 +51,8 @@ public final class SmbDirectConfig {
     public static final String MAX_PENDING_SENDS = "maxPendingSends";
     /** Property name of {@link #engineThreads()}. */
     public static final String ENGINE_THREADS = "engineThreads";
+    /** Property name of {@link #engineSpinMicroseconds()}. */
+    public static final String ENGINE_SPIN_MICROSECONDS = "engineSpinMicroseconds";
     /** Property name of {@link #rdmaRegistrationCacheBytes()}. */
     public static final String RDMA_REGISTRATION_CACHE_BYTES = "rdmaRegistrationCacheBytes";
 
@@ -75,6 +77,7 @@ public final class SmbDirectConfig {
     private final int sendBuffers;
     private final int maxPendingSends;
     private final int engineThreads;
+    private final int engineSpinMicroseconds;
     private final int rdmaRegistrationCacheBytes;
 
     private SmbDirectConfig(Builder b) {
@@ -97,6 +100,7 @@ public final class SmbDirectConfig {
         sendBuffers = b.sendBuffers;
         maxPendingSends = b.maxPendingSends;
         engineThreads = b.engineThreads;
+        engineSpinMicroseconds = b.engineSpinMicroseconds;
         rdmaRegistrationCacheBytes = b.rdmaRegistrationCacheBytes;
     }
 
@@ -133,7 +137,7 @@ public final class SmbDirectConfig {
                 .preferredSendSizeLimit(preferredSendSizeLimit).irdOrdHeader(irdOrdHeader).rnrRetryCount(rnrRetryCount)
                 .strictReassembly(strictReassembly).ird(ird).ord(ord)
                 .sendBuffers(sendBuffers).maxPendingSends(maxPendingSends).engineThreads(engineThreads)
-                .rdmaRegistrationCacheBytes(rdmaRegistrationCacheBytes);
+                .rdmaRegistrationCacheBytes(rdmaRegistrationCacheBytes).engineSpinMicroseconds(engineSpinMicroseconds);
     }
 
     /**
@@ -334,6 +338,18 @@ public final class SmbDirectConfig {
     }
 
     /**
+     * How long an idle engine thread keeps polling for work before it sleeps, in microseconds:
+     * busy polling, which answers a message or a completion without a wake-up at the cost of a
+     * processor core per engine thread while it polls. 0 (the default) spins only briefly.
+     * Applies when the transport starts.
+     *
+     * @return microseconds, 0 to 100000
+     */
+    public int engineSpinMicroseconds() {
+        return engineSpinMicroseconds;
+    }
+
+    /**
      * The configuration as properties under the names of the OSGi configuration.
      *
      * @return a new mutable map
@@ -359,6 +375,7 @@ public final class SmbDirectConfig {
         m.put(SEND_BUFFERS, sendBuffers);
         m.put(MAX_PENDING_SENDS, maxPendingSends);
         m.put(ENGINE_THREADS, engineThreads);
+        m.put(ENGINE_SPIN_MICROSECONDS, engineSpinMicroseconds);
         m.put(RDMA_REGISTRATION_CACHE_BYTES, rdmaRegistrationCacheBytes);
         return m;
     }
@@ -403,6 +420,7 @@ public final class SmbDirectConfig {
         private int maxPendingSends = 1024;
         private int engineThreads;
         private int rdmaRegistrationCacheBytes = 67108864;
+        private int engineSpinMicroseconds;
 
         private Builder() {
         }
@@ -627,6 +645,17 @@ public final class SmbDirectConfig {
          */
         public Builder rdmaRegistrationCacheBytes(int v) {
             rdmaRegistrationCacheBytes = check(RDMA_REGISTRATION_CACHE_BYTES, v, 0, 1073741824);
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbDirectConfig#engineSpinMicroseconds()}.
+         *
+         * @param v 0 to 100000
+         * @return this builder
+         */
+        public Builder engineSpinMicroseconds(int v) {
+            engineSpinMicroseconds = check(ENGINE_SPIN_MICROSECONDS, v, 0, 100000);
             return this;
         }
 

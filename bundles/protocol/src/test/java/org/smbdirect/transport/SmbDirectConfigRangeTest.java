@@ -40,6 +40,8 @@ class SmbDirectConfigRangeTest {
                 field(SmbDirectConfig.SEND_BUFFERS, 1, 1024, SmbDirectConfig.Builder::sendBuffers),
                 field(SmbDirectConfig.MAX_PENDING_SENDS, 1, 1 << 20, SmbDirectConfig.Builder::maxPendingSends),
                 field(SmbDirectConfig.ENGINE_THREADS, 0, 256, SmbDirectConfig.Builder::engineThreads),
+                field(SmbDirectConfig.ENGINE_SPIN_MICROSECONDS, 0, 100000,
+                        SmbDirectConfig.Builder::engineSpinMicroseconds),
                 field(SmbDirectConfig.RDMA_REGISTRATION_CACHE_BYTES, 0, 1073741824, SmbDirectConfig.Builder::rdmaRegistrationCacheBytes));
     }
 

@@ -26,13 +26,32 @@ abstract class Actor implements Runnable {
     }
 
     /**
-     * Whether the current thread is this actor's loop thread (so that reentrant calls, such as an
-     * upper layer sending from inside its message handler, can run directly).
+     * Runs {@code work} on the calling thread when the actor is idle (neither scheduled nor
+     * running), as if it were the actor's own processing: a caller may do the actor's work itself
+     * instead of handing it over to the loop thread and waking it. Refused, and the caller signals
+     * instead, when the actor is busy or when the calling thread is an engine thread in the middle
+     * of an actor's processing (one connection's rules never run while another's hold the thread).
+     * Work signalled meanwhile is handed to the loop when {@code work} returns.
      *
-     * @return {@code true} on the loop thread
+     * @param work what to run; must not block
+     * @return {@code true} when it ran here
      */
-    final boolean inLoop() {
-        return Thread.currentThread() == loop.thread();
+    final boolean tryRunHere(Runnable work) {
+        Thread t = Thread.currentThread();
+        if (t instanceof EventLoopGroup.EngineThread && ((EventLoopGroup.EngineThread) t).busy()) {
+            return false;
+        }
+        if (!signals.compareAndSet(0, 1)) {
+            return false;
+        }
+        try {
+            work.run();
+        } finally {
+            if (signals.decrementAndGet() != 0) {
+                loop.submit(this);
+            }
+        }
+        return true;
     }
 
     @Override

@@ -57,7 +57,10 @@ import org.smbdirect.transport.TerminationReason;
  *
  * <p>Threading: the connection is an {@link Actor}. Its rules run in {@link #process()}, on its
  * engine thread, one at a time; provider callbacks, timers and the upper layer's calls enqueue
- * work and signal it, so they never block and never run another connection's rules.
+ * work and signal it, so they never block and never run another connection's rules. One shortcut:
+ * a send from an upper-layer thread runs the sending rules itself when the connection is idle
+ * ({@link Actor#tryRunHere}), so that a message with credits to go is posted without waking the
+ * engine thread. Completions, deliveries and every upper-layer callback stay on the engine thread.
  */
 final class Connection extends Actor implements ConnectionListener, Terminator {
     private static final System.Logger LOG = System.getLogger(Connection.class.getName());
@@ -112,6 +115,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private volatile boolean cqNotified;
     private volatile Runnable start;
+    private final Runnable sendPath = this::sendPath;
 
     private Connection(SmbDirectTransport transport, RdmaProvider provider, SmbDirectConfig config,
             EventLoopGroup.Loop loop, boolean initiator, InetSocketAddress remote, ConnectionHandler handler,
@@ -130,7 +134,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         this.timers = new KeepaliveTimers(scheduler, this::signal, model, config.keepaliveResponseTimeout());
         this.registrations = new Registrations(handle, lifecycle, capabilities.maxRegionSize());
         this.locals = new LocalRegistrations(config.rdmaRegistrationCacheBytes(), capabilities.maxRegionSize());
-        this.rdmaOperations = new RdmaOperations(lifecycle, locals, counters, this::signal);
+        this.rdmaOperations = new RdmaOperations(lifecycle, locals, counters, this::postNowOrSignal);
         this.sender = new Sender(handle, model, lifecycle, counters, this, config.maxPendingSends(),
                 capabilities.remoteInvalidate());
         this.receiver = new Receiver(handle, handle, model, lifecycle, counters, registrations, timers, scheduler,
@@ -442,7 +446,8 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
 
     /**
      * The sending rules: what the upper layer queued, 3.1.5.1, RDMA work, and a graceful close once
-     * everything went. On the connection's thread.
+     * everything went. On the connection's thread, or on an upper-layer thread that found the
+     * connection idle.
      */
     private void sendPath() {
         if (!lifecycle.maySend()) {
@@ -459,7 +464,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
                 checkGracefulClose();
             }
         } catch (RuntimeException e) {
-            // Never into the engine loop: end this connection with a readable reason.
+            // Never into the engine loop or the caller: end this connection with a readable reason.
             internalError("sending", e);
         }
     }
@@ -720,7 +725,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         timers.cancelProtocolTimers();
         if (endpoint == null || endpoint.state() == EndpointState.IDLE
                 || endpoint.state().compareTo(EndpointState.DISCONNECTED) >= 0) {
-            // Nothing to wait for: the loss follows on the connection's thread.
+            // Nothing to wait for; on the connection's own thread (a terminate may run on a caller's).
             execute(this::connectionLoss);
             return;
         }
@@ -845,15 +850,28 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
 
     // ================================================================ the upper layer's calls (any thread)
 
-    /** MS-SMBD 3.1.4.2: queues a message for the connection's thread. */
+    /**
+     * MS-SMBD 3.1.4.2: queues a message; when the connection is idle, the calling thread runs the
+     * sending rules itself, so that a message with credits to go is posted at once.
+     */
     void send(ByteBuffer message, ByteBuffer[] parts, boolean hasToken, int token, CompletableFuture<Void> future,
             CompletionHandler<Void, Object> h, Object attachment, int maxFragmentedSendSize) {
         if (sender.enqueue(message, parts, hasToken, token, future, h, attachment, maxFragmentedSendSize)) {
+            postNowOrSignal();
+        }
+    }
+
+    /**
+     * New work for the sending rules: run them on the calling thread when the connection is idle,
+     * else leave them to the connection's thread.
+     */
+    private void postNowOrSignal() {
+        if (!tryRunHere(sendPath)) {
             signal();
         }
     }
 
-    /** MS-SMBD 3.1.4.5 and 3.1.4.6: an RDMA operation, handed to the connection's thread. */
+    /** MS-SMBD 3.1.4.5 and 3.1.4.6: an RDMA operation, posted from the calling thread like a send. */
     CompletionStage<Void> rdma(boolean read, ByteBuffer local, List<BufferDescriptorV1> remoteBuffer, long offset,
             int maxReadWriteSize) {
         if (read && !capabilities.rdmaRead()) {

@@ -2,26 +2,73 @@ package org.smbdirect.protocol.internal;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The engine's fixed pool of threads. Each {@link Actor} (a connection) is pinned to one loop,
- * chosen round-robin, so its processing rules always run on the same thread. Run queues are
- * intrusive (the actor is the queue node), so scheduling allocates nothing.
+ * The engine's loops. Each {@link Actor} (a connection) is pinned to one loop, chosen round-robin,
+ * and runs there one step at a time. Run queues are intrusive (the actor is the queue node), so
+ * scheduling allocates nothing.
+ *
+ * <p>A loop is not tied to one thread for good: the upper layer's handlers run on the loop's
+ * thread, and a handler that does not return must not stall the other connections of its loop.
+ * A monitor looks at the loops every {@link #CHECK_NANOS}; a loop whose thread has waited inside
+ * one actor's step for {@link #STALL_NANOS} (or computed there for {@link #BUSY_NANOS}) is handed
+ * to a new thread, and the stuck one ends once its step returns. The stuck connection keeps its
+ * own thread (its state is still touched by one thread at a time); it grants no credits meanwhile,
+ * so its peer slows down, and every other connection carries on. A monitor that was itself held
+ * up (a pause of the whole process) judges nothing that round.
  */
 final class EventLoopGroup {
     private static final System.Logger LOG = System.getLogger(EventLoopGroup.class.getName());
+    /** How often the monitor looks. */
+    static final long CHECK_NANOS = 5_000_000L;
+    /**
+     * How long one step may hold a loop's thread, parked or sleeping (waiting for something of the
+     * upper layer's), before the loop moves to another thread. A thread that is runnable
+     * (computing, or preempted on a loaded machine) or blocked on a monitor (normally brief) is
+     * given {@link #BUSY_NANOS}.
+     */
+    static final long STALL_NANOS = 100_000_000L;
+    /** How long one step may compute on a loop's thread before the loop moves to another thread. */
+    static final long BUSY_NANOS = 1_000_000_000L;
+    /** A loop's run-start mark when its thread was taken from it. */
+    private static final long HANDED_OVER = Long.MIN_VALUE;
 
+    private final String name;
     private final Loop[] loops;
     private final AtomicInteger nextLoop = new AtomicInteger();
+    private final AtomicInteger threadNumbers = new AtomicInteger();
+    private final Thread monitor;
+    private volatile boolean running = true;
 
-    EventLoopGroup(String name, int threads) {
+    /**
+     * @param name the threads' name prefix
+     * @param threads how many loops
+     * @param spinNanos how long an idle loop keeps polling before it sleeps (0: only a brief spin)
+     */
+    EventLoopGroup(String name, int threads, long spinNanos) {
+        this.name = name;
         loops = new Loop[threads];
         for (int i = 0; i < threads; i++) {
-            loops[i] = new Loop(name + "-" + i);
+            loops[i] = new Loop(spinNanos);
         }
+        for (Loop l : loops) {
+            l.start(newThread(l));
+        }
+        monitor = new Thread(this::monitor, name + "-monitor");
+        monitor.setDaemon(true);
+        monitor.start();
+    }
+
+    private EngineThread newThread(Loop l) {
+        EngineThread t = new EngineThread(l, name + "-" + threadNumbers.getAndIncrement());
+        t.setDaemon(true);
+        return t;
     }
 
     /**
@@ -37,37 +84,88 @@ final class EventLoopGroup {
         return loops.length;
     }
 
-    java.util.List<Thread> threads() {
-        java.util.List<Thread> out = new java.util.ArrayList<>();
+    /** The loops' current threads. */
+    List<Thread> threads() {
+        List<Thread> out = new ArrayList<>();
         for (Loop l : loops) {
             out.add(l.thread);
         }
         return out;
     }
 
-    /** Stops every loop thread and waits for them to end. */
+    /** Loops handed to a new thread so far because a step held theirs too long. */
+    long handOvers() {
+        long n = 0;
+        for (Loop l : loops) {
+            n += l.handOvers;
+        }
+        return n;
+    }
+
+    /** Stops every loop and the monitor and waits for their threads to end. */
     void shutdown() {
+        running = false;
+        LockSupport.unpark(monitor);
         for (Loop l : loops) {
             l.stop();
         }
-        for (Loop l : loops) {
-            try {
+        try {
+            monitor.join(5000);
+            for (Loop l : loops) {
                 l.thread.join(5000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void monitor() {
+        long last = System.nanoTime();
+        while (running) {
+            LockSupport.parkNanos(this, CHECK_NANOS);
+            long now = System.nanoTime();
+            boolean late = now - last > 4 * CHECK_NANOS; // the whole process was paused (a GC, say)
+            last = now;
+            for (Loop l : loops) {
+                if (late) {
+                    l.suspectSince = 0;
+                } else if (l.stalled(now)) {
+                    handOver(l);
+                }
             }
         }
     }
 
+    private void handOver(Loop l) {
+        EngineThread stuck = l.thread;
+        l.handOvers++;
+        LOG.log(System.Logger.Level.WARNING, () -> stuck.getName() + " has been held by one connection's step (an "
+                + "upper-layer handler waiting?) for more than " + STALL_NANOS / 1_000_000 + " ms; the other "
+                + "connections of its loop move to a new thread");
+        l.start(newThread(l));
+    }
+
     /** The threads of engine loops, recognisable so that blocking calls on them can be refused. */
     static final class EngineThread extends Thread {
-        EngineThread(Runnable r, String name) {
-            super(r, name);
+        private final Loop loop;
+        /** Set while the thread runs an actor's step. Written and read by this thread only. */
+        private boolean busy;
+
+        EngineThread(Loop loop, String name) {
+            super(loop, name);
+            this.loop = loop;
+        }
+
+        boolean busy() {
+            return busy;
+        }
+
+        Loop loop() {
+            return loop;
         }
     }
 
-    /** One engine thread with its multi-producer, single-consumer run queue (Vyukov's). */
+    /** One loop: a multi-producer, single-consumer run queue (Vyukov's) and the thread that runs it. */
     static final class Loop implements Runnable {
         private static final VarHandle NEXT;
 
@@ -79,6 +177,7 @@ final class EventLoopGroup {
             }
         }
 
+        private final long spinNanos;
         private final Actor stub = new Actor(this) {
             @Override
             protected void process() {
@@ -86,18 +185,25 @@ final class EventLoopGroup {
         };
         private final AtomicReference<Actor> tail = new AtomicReference<>(stub);
         private Actor head = stub;
-        private final EngineThread thread;
+        /** The thread that runs the loop now; replaced when a step holds it too long. */
+        private volatile EngineThread thread;
+        /** When the current step started (nanoTime), 0 between steps, or {@link #HANDED_OVER}. */
+        private final AtomicLong runStart = new AtomicLong();
         private volatile boolean sleeping;
         private volatile boolean running = true;
+        private volatile long handOvers;
+        /** The monitor's: when it first saw the current step waiting, 0 when it has not. */
+        private long suspectSince;
+        private long suspectStart;
 
-        Loop(String name) {
-            thread = new EngineThread(this, name);
-            thread.setDaemon(true);
-            thread.start();
+        Loop(long spinNanos) {
+            this.spinNanos = spinNanos;
         }
 
-        Thread thread() {
-            return thread;
+        void start(EngineThread t) {
+            runStart.set(0);
+            thread = t;
+            t.start();
         }
 
         void submit(Actor a) {
@@ -153,30 +259,91 @@ final class EventLoopGroup {
 
         @Override
         public void run() {
-            int idle = 0;
+            EngineThread self = (EngineThread) Thread.currentThread();
+            long idleSince = 0;
+            int spins = 0;
             while (running) {
                 Actor a = poll();
                 if (a != null) {
-                    idle = 0;
-                    try {
-                        a.run();
-                    } catch (Throwable t) {
-                        LOG.log(System.Logger.Level.ERROR, "engine task failed", t);
+                    if (!step(self, a)) {
+                        return; // the loop went to another thread while this one was held
                     }
+                    a = null; // a parked frame keeps no connection reachable
+                    spins = 0;
+                    idleSince = 0;
                     continue;
                 }
-                // Spin briefly before parking: a message exchange often continues within microseconds.
-                if (++idle < 100) {
+                // Spin before parking: a message exchange often continues within microseconds,
+                // and a wake-up costs more than that. How long is configurable (busy polling).
+                if (++spins < 100) {
                     Thread.onSpinWait();
                     continue;
+                }
+                if (spinNanos > 0) {
+                    long now = System.nanoTime();
+                    if (idleSince == 0) {
+                        idleSince = now;
+                    }
+                    if (now - idleSince < spinNanos) {
+                        Thread.onSpinWait();
+                        continue;
+                    }
                 }
                 sleeping = true;
                 if (isEmpty() && running) {
                     LockSupport.park(this);
                 }
                 sleeping = false;
-                idle = 0;
+                spins = 0;
+                idleSince = 0;
             }
+        }
+
+        /**
+         * Runs one actor's step, marked for the monitor.
+         *
+         * @return {@code false} when the monitor handed the loop to another thread meanwhile
+         */
+        private boolean step(EngineThread self, Actor a) {
+            long start = System.nanoTime();
+            if (start == 0 || start == HANDED_OVER) {
+                start = 1;
+            }
+            runStart.set(start);
+            self.busy = true;
+            try {
+                a.run();
+            } catch (Throwable t) {
+                LOG.log(System.Logger.Level.ERROR, "engine task failed", t);
+            } finally {
+                self.busy = false;
+            }
+            return runStart.compareAndSet(start, 0);
+        }
+
+        /**
+         * The monitor's question: has one step held this loop's thread too long, waiting for
+         * {@link #STALL_NANOS} (seen waiting at every look) or otherwise for {@link #BUSY_NANOS}?
+         * If so, the loop is taken from the thread, which ends when the step returns.
+         */
+        boolean stalled(long now) {
+            long start = runStart.get();
+            if (start == 0 || start == HANDED_OVER) {
+                suspectSince = 0;
+                return false;
+            }
+            Thread.State st = thread.getState();
+            boolean waiting = st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING;
+            if (!waiting || start != suspectStart) {
+                suspectSince = waiting ? now : 0;
+                suspectStart = start;
+            }
+            boolean held = suspectSince != 0 && now - suspectSince >= STALL_NANOS || now - start >= BUSY_NANOS;
+            if (!held || !runStart.compareAndSet(start, HANDED_OVER)) {
+                return false;
+            }
+            suspectSince = 0;
+            return true;
         }
 
         void stop() {

@@ -50,7 +50,7 @@ final class RdmaOperations {
      * @param lifecycle the connection's state
      * @param locals the pool of local registrations
      * @param counters the connection's counters
-     * @param signal makes the connection run (any thread)
+     * @param signal has the connection post new work (any thread)
      */
     RdmaOperations(ConnectionStateMachine lifecycle, LocalRegistrations locals, ConnectionCounters counters,
             Runnable signal) {

@@ -99,7 +99,8 @@ public final class SmbDirectComponent implements SmbDirect {
                 .preferredSendSizeLimit(c.preferredSendSizeLimit()).irdOrdHeader(c.irdOrdHeader()).rnrRetryCount(c.rnrRetryCount())
                 .strictReassembly(c.strictReassembly()).ird(c.ird())
                 .ord(c.ord()).sendBuffers(c.sendBuffers()).maxPendingSends(c.maxPendingSends())
-                .engineThreads(c.engineThreads()).rdmaRegistrationCacheBytes(c.rdmaRegistrationCacheBytes()).build();
+                .engineThreads(c.engineThreads()).rdmaRegistrationCacheBytes(c.rdmaRegistrationCacheBytes())
+                .engineSpinMicroseconds(c.engineSpinMicroseconds()).build();
     }
 
     private static int ranking(Map<String, Object> p) {

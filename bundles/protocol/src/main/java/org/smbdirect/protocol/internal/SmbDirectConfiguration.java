@@ -97,6 +97,10 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
             description = "Bytes of upper-layer RDMA Read/Write buffers kept registered per connection (at most 16 buffers); 0 registers around every operation.")
     int rdmaRegistrationCacheBytes() default 67108864;
 
+    @AttributeDefinition(name = "Engine spin (microseconds)", min = "0", max = "100000",
+            description = "How long an idle engine thread polls for work before sleeping (busy polling; burns a core while it polls); 0 spins only briefly. Applies on restart.")
+    int engineSpinMicroseconds() default 0;
+
     @AttributeDefinition(name = "Provider filter", required = false,
             description = "LDAP filter selecting the RDMA providers to use, e.g. (provider.type=sim).")
     String provider_target() default "(provider.type=*)";

@@ -76,7 +76,7 @@ public final class SmbDirectTransport implements SmbDirect {
         this.ownsScheduler = ownsScheduler;
         int threads = config.engineThreads() > 0 ? config.engineThreads()
                 : Math.max(2, Runtime.getRuntime().availableProcessors());
-        this.loops = new EventLoopGroup("smbdirect-engine", threads);
+        this.loops = new EventLoopGroup("smbdirect-engine", threads, config.engineSpinMicroseconds() * 1000L);
     }
 
     Scheduler scheduler() {
@@ -222,8 +222,10 @@ public final class SmbDirectTransport implements SmbDirect {
      * @param newConfig the configuration
      */
     public void updateConfig(SmbDirectConfig newConfig) {
-        if (newConfig.engineThreads() != config.engineThreads()) {
-            LOG.log(System.Logger.Level.INFO, "engineThreads takes effect when the transport restarts");
+        if (newConfig.engineThreads() != config.engineThreads()
+                || newConfig.engineSpinMicroseconds() != config.engineSpinMicroseconds()) {
+            LOG.log(System.Logger.Level.INFO, "engineThreads and engineSpinMicroseconds take effect when the "
+                    + "transport restarts");
         }
         this.config = newConfig;
     }
@@ -428,6 +430,11 @@ public final class SmbDirectTransport implements SmbDirect {
     /** The engine threads, for tests and diagnostics. */
     List<Thread> engineThreadList() {
         return loops.threads();
+    }
+
+    /** Engine loops moved to a new thread because a step held theirs too long (tests, diagnostics). */
+    long engineHandOvers() {
+        return loops.handOvers();
     }
 
     @Override
