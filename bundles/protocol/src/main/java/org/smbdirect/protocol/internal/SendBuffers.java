@@ -109,6 +109,10 @@ final class SendBuffers {
         /** The message this slot carries a fragment of; {@code null} for an internal empty message. */
         OutgoingMessage owner;
         int dataLength;
+        /** How the fragment in it is to be posted: flags, and the peer's token to invalidate. */
+        int postFlags;
+        boolean invalidate;
+        int remoteToken;
 
         Slot(ByteBuffer buffer, MemoryRegion region, int base) {
             this.buffer = buffer;

@@ -59,6 +59,8 @@ final class Sender {
     private ConnectionLoss afterNegotiationSend;
     /** A negotiation message that overtook the established event, posted when it arrives. */
     private Runnable deferredUntilEstablished;
+    /** The fragment built last and not yet posted (see {@link #postHeld}). */
+    private SendBuffers.Slot held;
 
     /**
      * @param owner the connection, for messages
@@ -235,6 +237,11 @@ final class Sender {
         if (model.role != DataModel.Role.ESTABLISHED) {
             return;
         }
+        sendQueued(ep, receives, timers);
+        postHeld(ep, 0);
+    }
+
+    private void sendQueued(Endpoint ep, Receiver receives, KeepaliveTimers timers) {
         ArrayDeque<OutgoingMessage> sendQueue = model.sendQueue;
         if (sendQueue.isEmpty() && model.sendImmediate) {
             emptyMessage.clear();
@@ -305,20 +312,18 @@ final class Sender {
         slot.sgl[0].set(slot.region, slot.base, total);
         slot.owner = m.internal ? null : m;
         slot.dataLength = dataLength;
-        int postFlags = total <= inlineThreshold ? RequestFlags.INLINE : 0;
-        try {
-            if (m.hasToken && !m.started && remoteInvalidate) {
-                ep.postSendAndInvalidate(slot, slot.sgl, 1, postFlags, m.remoteToken);
-            } else {
-                ep.postSend(slot, slot.sgl, 1, postFlags);
-            }
-        } catch (RdmaException e) {
+        slot.postFlags = total <= inlineThreshold ? RequestFlags.INLINE : 0;
+        slot.invalidate = m.hasToken && !m.started && remoteInvalidate;
+        slot.remoteToken = m.remoteToken;
+        // The fragment built before this one goes now, deferred: a burst reaches the provider's
+        // hardware (the sim's wire, a verbs doorbell) once, with its last post.
+        if (!postHeld(ep, RequestFlags.DEFER)) {
             sendBuffers.release(slot);
-            end.postFailed("send failed", e);
             return false;
         }
+        held = slot;
         if (LOG.isLoggable(TRACE)) {
-            // What went on the wire, decoded back from the send buffer.
+            // What goes on the wire, decoded back from the send buffer.
             LOG.log(TRACE, owner + " sent " + new DataTransferHeader().decode(slot.buffer, slot.base, total));
         }
         m.started = true;
@@ -328,6 +333,35 @@ final class Sender {
         }
         counters.fragmentsSent++;
         return true;
+    }
+
+    /**
+     * Posts the fragment built last, if any.
+     *
+     * @param flags {@link RequestFlags#DEFER} when another follows at once, else 0
+     * @return {@code false} when the provider refused (the connection is ending)
+     */
+    private boolean postHeld(Endpoint ep, int flags) {
+        SendBuffers.Slot slot = held;
+        if (slot == null) {
+            return true;
+        }
+        held = null;
+        try {
+            if (slot.invalidate) {
+                ep.postSendAndInvalidate(slot, slot.sgl, 1, slot.postFlags | flags, slot.remoteToken);
+            } else {
+                ep.postSend(slot, slot.sgl, 1, slot.postFlags | flags);
+            }
+            return true;
+        } catch (RdmaException e) {
+            if (slot.owner != null) {
+                orphaned.add(slot.owner); // failed with the connection's loss reason
+            }
+            sendBuffers.release(slot);
+            end.postFailed("send failed", e);
+            return false;
+        }
     }
 
     /**
