@@ -35,7 +35,7 @@ enum {
     EV_RESPONDER_RESOURCES = 32, EV_INITIATOR_DEPTH = 36, EV_PRIVATE_DATA_LEN = 40, EV_PRIVATE_DATA = 48,
     EV_PRIVATE_DATA_MAX = 256,
     OP_SEND = 0, OP_SEND_INV = 1, OP_WRITE = 2, OP_READ = 3, OP_LOCAL_INV = 4, OP_BIND_MW = 5,
-    DEV_FIELDS = 13
+    DEV_FIELDS = 15
 };
 
 /* Posts of up to this many requests and elements need no heap allocation. */
@@ -258,7 +258,7 @@ JNIEXPORT jlongArray FN(queryDevice)(JNIEnv *env, jclass cls, jlong context_ptr)
         (jlong)(attr.max_mr_size > INT64_MAX ? INT64_MAX : attr.max_mr_size),
         attr.max_qp_wr, attr.max_sge, attr.max_sge_rd, attr.max_cqe, attr.max_qp_rd_atom, attr.max_qp_init_rd_atom,
         (jlong)attr.device_cap_flags, attr.max_mw, context->device->transport_type, port.link_layer, port.state,
-        attr.vendor_id
+        attr.vendor_id, port.active_speed, port.active_width
     };
     jlongArray result = (*env)->NewLongArray(env, DEV_FIELDS);
     if (result != NULL) {

@@ -24,6 +24,7 @@ public final class ProviderCapabilities {
     private final int maxCompletionQueueDepth;
     private final int maxPrivateData;
     private final TransportType transportType;
+    private final long linkSpeed;
 
     private ProviderCapabilities(Builder b) {
         this.rdmaRead = b.rdmaRead;
@@ -37,6 +38,7 @@ public final class ProviderCapabilities {
         this.maxCompletionQueueDepth = b.maxCompletionQueueDepth;
         this.maxPrivateData = b.maxPrivateData;
         this.transportType = b.transportType;
+        this.linkSpeed = b.linkSpeed;
     }
 
     /**
@@ -151,6 +153,17 @@ public final class ProviderCapabilities {
     }
 
     /**
+     * The speed of the adapter's link, as SMB3 multichannel reports and compares it
+     * (FSCTL_QUERY_NETWORK_INTERFACE_INFO's LinkSpeed).
+     *
+     * @return bits per second, 0 when unknown
+     * @since 1.1
+     */
+    public long linkSpeed() {
+        return linkSpeed;
+    }
+
+    /**
      * The capabilities as OSGi service properties, under the keys defined in {@link RdmaProvider}.
      *
      * @return a new mutable map
@@ -168,6 +181,7 @@ public final class ProviderCapabilities {
         p.put(RdmaProvider.PROP_MAX_CQ_DEPTH, maxCompletionQueueDepth);
         p.put(RdmaProvider.PROP_MAX_PRIVATE_DATA, maxPrivateData);
         p.put(RdmaProvider.PROP_TRANSPORT, transportType.displayName());
+        p.put(RdmaProvider.PROP_LINK_SPEED, linkSpeed);
         return p;
     }
 
@@ -180,13 +194,13 @@ public final class ProviderCapabilities {
         return rdmaRead == c.rdmaRead && remoteInvalidate == c.remoteInvalidate && inlineLimit == c.inlineLimit
                 && maxSge == c.maxSge && maxRegionSize == c.maxRegionSize && maxIrd == c.maxIrd && maxOrd == c.maxOrd
                 && maxQueueDepth == c.maxQueueDepth && maxCompletionQueueDepth == c.maxCompletionQueueDepth
-                && maxPrivateData == c.maxPrivateData && transportType == c.transportType;
+                && maxPrivateData == c.maxPrivateData && transportType == c.transportType && linkSpeed == c.linkSpeed;
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(rdmaRead, remoteInvalidate, inlineLimit, maxSge, maxRegionSize, maxIrd, maxOrd,
-                maxQueueDepth, maxCompletionQueueDepth, maxPrivateData, transportType);
+                maxQueueDepth, maxCompletionQueueDepth, maxPrivateData, transportType, linkSpeed);
     }
 
     @Override
@@ -207,6 +221,7 @@ public final class ProviderCapabilities {
         private int maxCompletionQueueDepth = 65536;
         private int maxPrivateData = 56;
         private TransportType transportType = TransportType.ROCE;
+        private long linkSpeed;
 
         private Builder() {
         }
@@ -332,6 +347,21 @@ public final class ProviderCapabilities {
          */
         public Builder maxPrivateData(int bytes) {
             this.maxPrivateData = atLeast(bytes, 0, "maxPrivateData");
+            return this;
+        }
+
+        /**
+         * Sets {@link ProviderCapabilities#linkSpeed()}.
+         *
+         * @param bitsPerSecond 0 (unknown) or more
+         * @return this builder
+         * @since 1.1
+         */
+        public Builder linkSpeed(long bitsPerSecond) {
+            if (bitsPerSecond < 0) {
+                throw new IllegalArgumentException("linkSpeed must not be negative, was " + bitsPerSecond);
+            }
+            this.linkSpeed = bitsPerSecond;
             return this;
         }
 

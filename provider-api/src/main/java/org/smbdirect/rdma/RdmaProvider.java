@@ -49,6 +49,8 @@ public interface RdmaProvider extends AutoCloseable {
     String PROP_MAX_PRIVATE_DATA = "provider.maxPrivateData";
     /** Service property: {@link ProviderCapabilities#transportType()}, its display name (String). */
     String PROP_TRANSPORT = "provider.transport";
+    /** Service property: {@link ProviderCapabilities#linkSpeed()}, bits per second, 0 unknown (Long). */
+    String PROP_LINK_SPEED = "provider.linkSpeed";
 
     /**
      * The implementation type, the value of {@link #PROP_TYPE}.

@@ -42,7 +42,8 @@ class ValueTypesTest {
         assertEquals(256, p.get(RdmaProvider.PROP_INLINE_LIMIT));
         assertEquals(1L << 33, p.get(RdmaProvider.PROP_MAX_REGION_SIZE));
         assertEquals(TransportType.ROCE.displayName(), p.get(RdmaProvider.PROP_TRANSPORT));
-        assertEquals(11, p.size());
+        assertEquals(0L, p.get(RdmaProvider.PROP_LINK_SPEED));
+        assertEquals(12, p.size());
         assertThrows(IllegalArgumentException.class, () -> ProviderCapabilities.builder().maxSge(0));
     }
 

@@ -1,5 +1,6 @@
 package org.smbdirect.transport;
 
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
@@ -38,6 +39,31 @@ public interface SmbDirect extends AutoCloseable {
      */
     SmbDirectConnection connect(InetSocketAddress remote, ConnectionHandler handler, Duration timeout)
             throws SmbDirectException, InterruptedException;
+
+    /**
+     * Connects from a chosen local address (MS-SMBD 3.1.4.1): the RDMA provider that has the
+     * address carries the connection, from that address. SMB3 multichannel opens one channel per
+     * interface this way (see {@link #interfaces()}).
+     *
+     * @param remote the peer's address; port 0 means the port for the chosen provider's transport
+     * @param local one of the addresses of {@link #interfaces()}
+     * @param handler receives the connection's messages
+     * @return as for {@link #connect(InetSocketAddress, ConnectionHandler)}; fails with {@link
+     *         SmbDirectException} when no provider has the address
+     * @since 1.1
+     */
+    CompletionStage<SmbDirectConnection> connect(InetSocketAddress remote, InetAddress local,
+            ConnectionHandler handler);
+
+    /**
+     * The RDMA interfaces new connections can use: one per RDMA provider the transport may use,
+     * in order of preference, each with its addresses, transport and link speed (what an SMB3
+     * server reports in FSCTL_QUERY_NETWORK_INTERFACE_INFO and a multichannel client compares).
+     *
+     * @return a snapshot list, empty when no provider is available
+     * @since 1.1
+     */
+    List<RdmaInterface> interfaces();
 
     /**
      * Listens for peers (MS-SMBD 3.1.7.2).

@@ -144,11 +144,15 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
 
     // ================================================================ creation
 
-    /** MS-SMBD 3.1.4.1 Connecting to the Peer: creates the Connection; {@link #start} begins. */
+    /**
+     * MS-SMBD 3.1.4.1 Connecting to the Peer: creates the Connection; {@link #start} begins.
+     *
+     * @param local the provider's address to connect from, {@code null} for one of the peer's family
+     */
     static Connection connect(SmbDirectTransport transport, RdmaProvider provider, SmbDirectConfig config,
-            EventLoopGroup.Loop loop, InetSocketAddress remote, ConnectionHandler handler) {
+            EventLoopGroup.Loop loop, InetSocketAddress remote, InetAddress local, ConnectionHandler handler) {
         Connection c = new Connection(transport, provider, config, loop, true, remote, handler, null);
-        c.start = c::connectingToThePeer;
+        c.start = () -> c.connectingToThePeer(local);
         return c;
     }
 
@@ -276,15 +280,15 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
     }
 
     /** MS-SMBD 3.1.4.1 Connecting to the Peer (on the connection's thread). */
-    private void connectingToThePeer() {
+    private void connectingToThePeer(InetAddress local) {
         if (endedBeforeStart()) {
             return;
         }
         model.initialValues(DataModel.Role.ACTIVE, config);
         timers.startNegotiationTimer(config.activeNegotiationTimeout());
         try {
-            endpointCreated(provider.createEndpoint(createQueues(localAddressFor(remote.getAddress(),
-                    provider.addresses())), this));
+            endpointCreated(provider.createEndpoint(createQueues(local != null ? local
+                    : localAddressFor(remote.getAddress(), provider.addresses())), this));
             model.ird = Math.min(config.ird(), capabilities.maxIrd());
             model.ord = Math.min(config.ord(), capabilities.maxOrd());
             // MS-SMBD 6.1: the IRD/ORD Negotiate Header leads the request's private data where the

@@ -1,5 +1,6 @@
 package org.smbdirect.protocol.internal;
 
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
@@ -20,6 +21,7 @@ import org.osgi.service.metatype.annotations.Designate;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.transport.AcceptHandler;
 import org.smbdirect.transport.ConnectionHandler;
+import org.smbdirect.transport.RdmaInterface;
 import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
@@ -116,6 +118,17 @@ public final class SmbDirectComponent implements SmbDirect {
     @Override
     public CompletionStage<SmbDirectConnection> connect(InetSocketAddress remote, ConnectionHandler handler) {
         return transport.connect(remote, handler);
+    }
+
+    @Override
+    public CompletionStage<SmbDirectConnection> connect(InetSocketAddress remote, InetAddress local,
+            ConnectionHandler handler) {
+        return transport.connect(remote, local, handler);
+    }
+
+    @Override
+    public List<RdmaInterface> interfaces() {
+        return transport.interfaces();
     }
 
     @Override

@@ -1,5 +1,6 @@
 package org.smbdirect.protocol.internal;
 
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,6 +22,7 @@ import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.transport.AcceptHandler;
 import org.smbdirect.transport.ConnectionHandler;
 import org.smbdirect.transport.ConnectionLoss;
+import org.smbdirect.transport.RdmaInterface;
 import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
@@ -234,6 +236,13 @@ public final class SmbDirectTransport implements SmbDirect {
 
     @Override
     public CompletionStage<SmbDirectConnection> connect(InetSocketAddress remote, ConnectionHandler handler) {
+        return connect(remote, null, handler);
+    }
+
+    /** MS-SMBD 3.1.4.1 from a chosen local address ({@code null}: the preferred provider, its address). */
+    @Override
+    public CompletionStage<SmbDirectConnection> connect(InetSocketAddress remote, InetAddress local,
+            ConnectionHandler handler) {
         java.util.Objects.requireNonNull(remote, "remote");
         java.util.Objects.requireNonNull(handler, "handler");
         Connection c;
@@ -242,20 +251,44 @@ public final class SmbDirectTransport implements SmbDirect {
             if (closed) {
                 return CompletableFuture.failedFuture(new SmbDirectException("the SMB Direct transport is closed"));
             }
-            RdmaProvider p = preferred();
+            RdmaProvider p = local == null ? preferred() : providerWith(local);
             if (p == null) {
-                return CompletableFuture.failedFuture(new SmbDirectException("no RDMA provider is available"));
+                return CompletableFuture.failedFuture(new SmbDirectException(local == null
+                        ? "no RDMA provider is available" : "no RDMA provider has the address " + local.getHostAddress()
+                        + " (see interfaces())"));
             }
             if (remote.getPort() == 0) {
                 remote = new InetSocketAddress(remote.getAddress(), p.capabilities().transportType().smbDirectPort());
             }
-            c = Connection.connect(this, p, config, loops.next(), remote, handler);
+            c = Connection.connect(this, p, config, loops.next(), remote, local, handler);
             connections.add(c);
             c.start();
         } finally {
             providerLock.readLock().unlock();
         }
         return c.connectFuture();
+    }
+
+    /** The provider this transport may use that has {@code local} among its addresses, or {@code null}. */
+    private RdmaProvider providerWith(InetAddress local) {
+        for (Binding b : providers) {
+            if (b.provider.addresses().contains(local)) {
+                return b.provider;
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public List<RdmaInterface> interfaces() {
+        List<RdmaInterface> out = new ArrayList<>();
+        for (Binding b : providers) {
+            RdmaProvider p = b.provider;
+            org.smbdirect.rdma.ProviderCapabilities caps = p.capabilities();
+            out.add(new RdmaInterface(p.type() + "/" + p.name(), p.addresses(), caps.transportType().displayName(),
+                    caps.linkSpeed(), caps.rdmaRead(), out.isEmpty()));
+        }
+        return out;
     }
 
     @Override

@@ -135,6 +135,16 @@ public @interface SimConfig {
     int maxPrivateData() default 56;
 
     /**
+     * The link speed the provider reports (provider.linkSpeed, what SMB3 multichannel compares), in
+     * megabits per second, 0 (unknown) to 10000000.
+     *
+     * @return the speed
+     */
+    @AttributeDefinition(name = "Link speed (Mbit/s)", description = "provider.linkSpeed, reported in bit/s; 0 unknown",
+            min = "0", max = "10000000")
+    int linkSpeedMbps() default 100000;
+
+    /**
      * The number of fabric threads, 1 to 64.
      *
      * @return the thread count

@@ -57,6 +57,7 @@ final class SimSettings {
                 .maxCompletionQueueDepth(range("maxCompletionQueueDepth", c.maxCompletionQueueDepth(), 1, 1 << 22))
                 .maxPrivateData(range("maxPrivateData", c.maxPrivateData(), 0, 56))
                 .transportType(transport(c.transport()))
+                .linkSpeed(range("linkSpeedMbps", c.linkSpeedMbps(), 0, 10_000_000) * 1_000_000L)
                 .build();
         fabricThreads = range("fabricThreads", c.fabricThreads(), 1, 64);
         connectTimeoutMillis = range("connectTimeoutMillis", c.connectTimeoutMillis(), 1, 3_600_000);
@@ -199,6 +200,7 @@ final class SimSettings {
         m.put("maxCompletionQueueDepth", capabilities.maxCompletionQueueDepth());
         m.put("maxPrivateData", capabilities.maxPrivateData());
         m.put("transport", capabilities.transportType().displayName());
+        m.put("linkSpeedMbps", (int) (capabilities.linkSpeed() / 1_000_000L));
         m.put("fabricThreads", fabricThreads);
         m.put("connectTimeoutMillis", connectTimeoutMillis);
         m.put("latency.enabled", latencyEnabled);

@@ -173,8 +173,12 @@ public final class VerbsNative {
     public static final int DEV_PORT_STATE = 11;
     /** queryDevice: vendor_id. */
     public static final int DEV_VENDOR_ID = 12;
+    /** queryDevice: active_speed of port 1 (IBV_SPEED_* bits). */
+    public static final int DEV_ACTIVE_SPEED = 13;
+    /** queryDevice: active_width of port 1 (IBV_WIDTH_* bits). */
+    public static final int DEV_ACTIVE_WIDTH = 14;
     /** Number of values queryDevice returns. */
-    public static final int DEV_FIELDS = 13;
+    public static final int DEV_FIELDS = 15;
 
     /** IBV_DEVICE_MEM_WINDOW_TYPE_2A. */
     public static final long CAP_MEM_WINDOW_TYPE_2A = 1L << 23;

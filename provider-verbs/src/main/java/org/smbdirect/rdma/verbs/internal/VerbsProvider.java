@@ -177,6 +177,7 @@ public final class VerbsProvider implements RdmaProvider {
                     .maxPrivateData(iwarp ? IWARP_PRIVATE_DATA : IB_PRIVATE_DATA)
                     // decides where private data is the section 6 IRD/ORD header (iWARP) and the default port
                     .transportType(transport)
+                    .linkSpeed(linkSpeed(dev[VerbsNative.DEV_ACTIVE_SPEED], dev[VerbsNative.DEV_ACTIVE_WIDTH]))
                     .build();
             this.channel = ch;
             this.channelPtr = chPtr;
@@ -662,5 +663,67 @@ public final class VerbsProvider implements RdmaProvider {
     @Override
     public String toString() {
         return "VerbsProvider[" + name + ", " + transport + ", " + addresses + "]";
+    }
+
+    /**
+     * The link speed of port 1 from its active speed and width (ibv_port_attr), as SMB3
+     * multichannel reports it: lanes times the data rate per lane.
+     *
+     * @param activeSpeed IBV_SPEED_*: 1 SDR, 2 DDR, 4 QDR, 8 FDR10, 16 FDR, 32 EDR, 64 HDR, 128 NDR, 256 XDR
+     * @param activeWidth IBV_WIDTH_*: 1 1x, 2 4x, 4 8x, 8 12x, 16 2x
+     * @return bits per second, 0 when the port does not say
+     */
+    static long linkSpeed(long activeSpeed, long activeWidth) {
+        long lane;
+        switch ((int) activeSpeed) {
+            case 1:
+                lane = 2_500_000_000L;
+                break;
+            case 2:
+                lane = 5_000_000_000L;
+                break;
+            case 4:
+            case 8:
+                lane = 10_000_000_000L;
+                break;
+            case 16:
+                lane = 14_000_000_000L;
+                break;
+            case 32:
+                lane = 25_000_000_000L;
+                break;
+            case 64:
+                lane = 50_000_000_000L;
+                break;
+            case 128:
+                lane = 100_000_000_000L;
+                break;
+            case 256:
+                lane = 200_000_000_000L;
+                break;
+            default:
+                return 0;
+        }
+        int lanes;
+        switch ((int) activeWidth) {
+            case 1:
+                lanes = 1;
+                break;
+            case 2:
+                lanes = 4;
+                break;
+            case 4:
+                lanes = 8;
+                break;
+            case 8:
+                lanes = 12;
+                break;
+            case 16:
+                lanes = 2;
+                break;
+            default:
+                return 0;
+        }
+        return lane * lanes;
     }
 }

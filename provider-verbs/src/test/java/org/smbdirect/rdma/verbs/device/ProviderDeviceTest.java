@@ -48,6 +48,8 @@ class ProviderDeviceTest {
         assertTrue(c.maxOrd() >= 1 && c.maxOrd() <= 254);
         assertTrue(c.maxQueueDepth() >= 16);
         assertTrue(c.maxPrivateData() >= 8, "room for the MS-SMBD IRD/ORD negotiate header");
+        // the port's active speed times its width (an active port of rxe or siw says at least 1x SDR)
+        assertTrue(c.linkSpeed() >= 2_500_000_000L, "link speed " + c.linkSpeed());
         if ("rxe0".equals(f.provider.name())) {
             // Soft-RoCE (rdma_rxe): type 2B memory windows, 128 outstanding reads, 32 elements
             assertTrue(c.remoteInvalidate());
