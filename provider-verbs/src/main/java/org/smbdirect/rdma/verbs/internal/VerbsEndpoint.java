@@ -11,7 +11,6 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -117,6 +116,8 @@ final class VerbsEndpoint implements Endpoint {
     private int connectOrd;
     private final List<VerbsMemoryRegion> pendingBinds = new ArrayList<>();
     private final Set<VerbsMemoryRegion> regions = ConcurrentHashMap.newKeySet();
+    /** Regions deregistered while their window's bind was in flight: released when it completes. */
+    private final Set<VerbsMemoryRegion> releasedUnderBind = ConcurrentHashMap.newKeySet();
     private final ConcurrentHashMap<Integer, VerbsMemoryRegion> byToken = new ConcurrentHashMap<>();
 
     private final Object sendLock = new Object();
@@ -864,8 +865,22 @@ final class VerbsEndpoint implements Endpoint {
             // references when destroying the queue pair) and its memory region.
             for (VerbsMemoryRegion r : regions) {
                 r.deregistered();
-                releaseWindow(r);
+                if (r.deferRelease()) {
+                    // its bind is in flight: freed once the queue pair, and the bind with it, is gone
+                    if (r.takeWindow()) {
+                        leftoverWindows.add(r.mw);
+                    }
+                } else {
+                    releaseWindow(r);
+                }
             }
+            for (VerbsMemoryRegion r : releasedUnderBind) {
+                if (r.takeWindow()) {
+                    leftoverWindows.add(r.mw);
+                }
+                leftoverRegions.add(r.mr);
+            }
+            releasedUnderBind.clear();
             if (!qpReleased) {
                 qpReleased = true;
                 VerbsNative.destroyQp(cmId);
@@ -933,6 +948,29 @@ final class VerbsEndpoint implements Endpoint {
 
     boolean isDrained() {
         return outstanding() == 0;
+    }
+
+    /**
+     * Whether a deregistered region's window and registration must wait for the window's bind to
+     * complete: a window is never freed under its bind (the bind would then fail and with it the
+     * queue pair). A bind that has completed but whose completion was not yet taken from the queue
+     * is taken now (a poll, no waiting), so that a deregistration after the token was used revokes
+     * it at once. A bind really still in flight (queued behind other requests) leaves the release
+     * to its completion; until then the peer cannot know the token, which travels only in requests
+     * posted after the bind.
+     */
+    private boolean deferUnderBind(VerbsMemoryRegion r) {
+        if (r.mw == 0) {
+            return false;
+        }
+        if (r.bindInFlight()) {
+            sendCq.reap();
+        }
+        if (!r.deferRelease()) {
+            return false;
+        }
+        releasedUnderBind.add(r);
+        return true;
     }
 
     /** Deallocates a region's memory window, revoking remote access through it. */
@@ -1070,6 +1108,9 @@ final class VerbsEndpoint implements Endpoint {
             return; // released with the endpoint
         }
         byToken.remove(region.token, region);
+        if (deferUnderBind(region)) {
+            return;
+        }
         releaseWindow(region);
         nativeLock.readLock().lock();
         try {
@@ -1091,10 +1132,16 @@ final class VerbsEndpoint implements Endpoint {
         }
     }
 
-    /** Binds a region's memory window on the queue pair; waits briefly for a free bind slot. */
+    /**
+     * Binds a region's memory window on the queue pair. The bind is posted before this returns, so
+     * that every request posted afterwards (the send that hands the token to the peer) follows it
+     * on the queue: the token is usable on the wire by the time the peer can know it. Never waits:
+     * when the binds in flight fill their reserve of the send queue, the completed ones are taken
+     * off the completion queue once, and if none has completed the registration is refused with
+     * {@link RdmaStatus#INSUFFICIENT_RESOURCES} (a consumer on an engine thread must not block).
+     */
     private void bind(VerbsMemoryRegion r) throws RdmaException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-        while (true) {
+        for (int attempt = 0; attempt < 2; attempt++) {
             synchronized (sendLock) {
                 if (internalSends.get() < BIND_RESERVE) {
                     ByteBuffer rec = sendRecord;
@@ -1104,17 +1151,22 @@ final class VerbsEndpoint implements Endpoint {
                     rec.putLong(VerbsNative.WR_BIND_LENGTH, r.length);
                     rec.putInt(VerbsNative.WR_BIND_RKEY, r.token);
                     rec.putInt(VerbsNative.WR_BIND_ACCESS, remoteAccessFlags(r.access));
-                    post(VerbsNative.OP_BIND_MW, null, F_INTERNAL, 0, r, 0, 0, 0, 0);
+                    r.bindPosted();
+                    try {
+                        post(VerbsNative.OP_BIND_MW, null, F_INTERNAL, 0, r, 0, 0, 0, 0);
+                    } catch (RdmaException | RuntimeException e) {
+                        r.bindCompleted();
+                        throw e;
+                    }
                     return;
                 }
             }
-            sendCq.reap();
-            if (System.nanoTime() - deadline > 0) {
-                throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, BIND_RESERVE
-                        + " memory window binds are still outstanding");
+            if (attempt == 0) {
+                sendCq.reap(); // binds that completed meanwhile free their reserve; no waiting
             }
-            Thread.onSpinWait();
         }
+        throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, BIND_RESERVE
+                + " memory window binds are still outstanding");
     }
 
     @Override
@@ -1132,6 +1184,9 @@ final class VerbsEndpoint implements Endpoint {
         byToken.remove(r.token, r);
         synchronized (lock) {
             pendingBinds.remove(r);
+        }
+        if (deferUnderBind(r)) {
+            return;
         }
         releaseWindow(r);
         nativeLock.readLock().lock();
@@ -1677,6 +1732,17 @@ final class VerbsEndpoint implements Endpoint {
             RdmaStatus status = WcStatus.map(wcStatus, type(op), provider.softRoce);
             if ((flag & F_INTERNAL) != 0) {
                 internalSends.decrementAndGet();
+                if (region != null && region.bindCompleted() && releasedUnderBind.remove(region)) {
+                    releaseWindow(region); // deregistered while its bind was in flight
+                    nativeLock.readLock().lock();
+                    try {
+                        if (!nativeReleased) {
+                            deregQuietly(region.mr);
+                        }
+                    } finally {
+                        nativeLock.readLock().unlock();
+                    }
+                }
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && region != null
                         && region.state() != VerbsMemoryRegion.DEREGISTERED) {
                     region.invalidated();

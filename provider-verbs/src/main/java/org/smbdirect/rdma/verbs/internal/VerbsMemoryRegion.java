@@ -30,6 +30,10 @@ final class VerbsMemoryRegion implements MemoryRegion {
     final int token;
     private volatile int state = VALID;
     private volatile boolean windowReleased;
+    /** A bind of the window is posted and has not completed. Guarded by this. */
+    private boolean bindInFlight;
+    /** The window was released while its bind was in flight: free it when the bind completes. */
+    private boolean releaseWhenBound;
 
     VerbsMemoryRegion(VerbsEndpoint endpoint, ByteBuffer registered, long address, int access, long mr, int lkey,
             long mw, int token) {
@@ -96,6 +100,41 @@ final class VerbsMemoryRegion implements MemoryRegion {
 
     void deregistered() {
         state = DEREGISTERED;
+    }
+
+    /** A bind of the window is about to be posted. */
+    synchronized void bindPosted() {
+        bindInFlight = true;
+    }
+
+    /**
+     * The bind completed (or was never posted).
+     *
+     * @return {@code true} when the window was released meanwhile and is to be freed now
+     */
+    synchronized boolean bindCompleted() {
+        bindInFlight = false;
+        boolean release = releaseWhenBound;
+        releaseWhenBound = false;
+        return release;
+    }
+
+    /** Whether a bind of the window is posted and its completion not yet taken. */
+    synchronized boolean bindInFlight() {
+        return bindInFlight;
+    }
+
+    /**
+     * A release of the window (and the registration): deferred while its bind is in flight.
+     *
+     * @return {@code true} when deferred to the bind's completion
+     */
+    synchronized boolean deferRelease() {
+        if (bindInFlight) {
+            releaseWhenBound = true;
+            return true;
+        }
+        return false;
     }
 
     /** Claims the job of deallocating the window; {@code true} for the one caller that must. */

@@ -76,6 +76,38 @@ class InvalidationDeviceTest {
         assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, read(p, dst, exposed).status(), "the peer can no longer read");
     }
 
+    /**
+     * Registrations in a burst, each deregistered at once, some while their window's bind is
+     * still in flight: register() never waits (a full bind reserve is refused at once with
+     * INSUFFICIENT_RESOURCES), deregister() never frees a window under its bind, and the
+     * connection stays usable: every token that was handed out still reads until deregistered.
+     */
+    @Test
+    void registerDeregisterBurst_noWaiting_noWindowFreedUnderItsBind_connectionUsable() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        int refused = 0;
+        int done = 0;
+        for (int i = 0; i < 2000; i++) {
+            MemoryRegion r;
+            try {
+                r = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE | Access.REMOTE_READ);
+            } catch (RdmaException e) {
+                assertEquals(RdmaStatus.INSUFFICIENT_RESOURCES, e.status(), e.getMessage());
+                refused++;
+                continue;
+            }
+            if (i % 100 == 0) {
+                assertEquals(RdmaStatus.SUCCESS, read(p, dst, r).status(), "a fresh token reads");
+            }
+            p.server.deregister(r);
+            done++;
+        }
+        assertTrue(done > 0, "registered " + done + ", refused " + refused);
+        MemoryRegion last = p.server.register(Fixture.direct(64), Access.REMOTE_READ);
+        assertEquals(RdmaStatus.SUCCESS, read(p, dst, last).status(), "the connection is still usable");
+    }
+
     @Test
     void sendAndInvalidate_tokenThePeerDoesNotHave_receiverInvalidTokenSenderRemoteInvalidRequest() throws Exception {
         Fixture.Pair p = f.connect();
