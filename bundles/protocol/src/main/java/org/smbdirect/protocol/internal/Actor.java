@@ -37,8 +37,7 @@ abstract class Actor implements Runnable {
      * @return {@code true} when it ran here
      */
     final boolean tryRunHere(Runnable work) {
-        Thread t = Thread.currentThread();
-        if (t instanceof EventLoopGroup.EngineThread && ((EventLoopGroup.EngineThread) t).busy()) {
+        if (EventLoopGroup.inEngineStep()) {
             return false;
         }
         if (!signals.compareAndSet(0, 1)) {

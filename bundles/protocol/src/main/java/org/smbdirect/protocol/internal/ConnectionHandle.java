@@ -289,7 +289,7 @@ final class ConnectionHandle implements SmbDirectConnection {
     @Override
     public void close() {
         CompletableFuture<Void> f = closeAsync().toCompletableFuture();
-        if (Thread.currentThread() instanceof EventLoopGroup.EngineThread) {
+        if (EventLoopGroup.onEngineThread()) {
             return; // cannot wait on our own thread; the close proceeds asynchronously
         }
         try {
@@ -309,7 +309,7 @@ final class ConnectionHandle implements SmbDirectConnection {
     // ---------------------------------------------------------------- blocking helpers
 
     static void refuseOnEngineThread(String call) {
-        if (Thread.currentThread() instanceof EventLoopGroup.EngineThread) {
+        if (EventLoopGroup.onEngineThread()) {
             throw new IllegalStateException(call + " would block an SMB Direct engine thread (and deadlock); "
                     + "use the asynchronous form from handlers and completion callbacks");
         }

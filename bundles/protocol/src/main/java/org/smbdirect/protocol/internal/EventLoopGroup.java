@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -60,13 +61,23 @@ final class EventLoopGroup {
         for (Loop l : loops) {
             l.start(newThread(l));
         }
-        monitor = new Thread(this::monitor, name + "-monitor");
-        monitor.setDaemon(true);
+        monitor = daemon(this::monitor, name + "-monitor");
         monitor.start();
     }
 
-    private EngineThread newThread(Loop l) {
-        EngineThread t = new EngineThread(l, name + "-" + threadNumbers.getAndIncrement());
+    private Thread newThread(Loop l) {
+        return daemon(l, name + "-" + threadNumbers.getAndIncrement());
+    }
+
+    /**
+     * A plain {@link Thread} running a {@link FutureTask}, which lets go of {@code work} when it
+     * ends. A Thread object can outlive its thread (Felix's class loader keeps the thread that raced
+     * another to define a class in its map of class locks, for good), and such an object must keep
+     * neither a class nor an object of this bundle reachable: an old revision would never be
+     * collected. That is also why engine threads are marked by a thread-local, not by a subclass.
+     */
+    private static Thread daemon(Runnable work, String threadName) {
+        Thread t = new Thread(new FutureTask<>(work, null), threadName);
         t.setDaemon(true);
         return t;
     }
@@ -137,7 +148,7 @@ final class EventLoopGroup {
     }
 
     private void handOver(Loop l) {
-        EngineThread stuck = l.thread;
+        Thread stuck = l.thread;
         l.handOvers++;
         LOG.log(System.Logger.Level.WARNING, () -> stuck.getName() + " has been held by one connection's step (an "
                 + "upper-layer handler waiting?) for more than " + STALL_NANOS / 1_000_000 + " ms; the other "
@@ -145,24 +156,24 @@ final class EventLoopGroup {
         l.start(newThread(l));
     }
 
-    /** The threads of engine loops, recognisable so that blocking calls on them can be refused. */
-    static final class EngineThread extends Thread {
-        private final Loop loop;
+    /** Marks the threads of engine loops, so that blocking calls on them can be refused. */
+    private static final ThreadLocal<EngineThread> ENGINE_THREAD = new ThreadLocal<>();
+
+    /** Whether the calling thread is an engine loop's. */
+    static boolean onEngineThread() {
+        return ENGINE_THREAD.get() != null;
+    }
+
+    /** Whether the calling thread is an engine loop's and in the middle of an actor's step. */
+    static boolean inEngineStep() {
+        EngineThread t = ENGINE_THREAD.get();
+        return t != null && t.busy;
+    }
+
+    /** An engine thread's own state. */
+    private static final class EngineThread {
         /** Set while the thread runs an actor's step. Written and read by this thread only. */
-        private boolean busy;
-
-        EngineThread(Loop loop, String name) {
-            super(loop, name);
-            this.loop = loop;
-        }
-
-        boolean busy() {
-            return busy;
-        }
-
-        Loop loop() {
-            return loop;
-        }
+        boolean busy;
     }
 
     /** One loop: a multi-producer, single-consumer run queue (Vyukov's) and the thread that runs it. */
@@ -186,7 +197,7 @@ final class EventLoopGroup {
         private final AtomicReference<Actor> tail = new AtomicReference<>(stub);
         private Actor head = stub;
         /** The thread that runs the loop now; replaced when a step holds it too long. */
-        private volatile EngineThread thread;
+        private volatile Thread thread;
         /** When the current step started (nanoTime), 0 between steps, or {@link #HANDED_OVER}. */
         private final AtomicLong runStart = new AtomicLong();
         private volatile boolean sleeping;
@@ -200,7 +211,7 @@ final class EventLoopGroup {
             this.spinNanos = spinNanos;
         }
 
-        void start(EngineThread t) {
+        void start(Thread t) {
             runStart.set(0);
             thread = t;
             t.start();
@@ -259,7 +270,8 @@ final class EventLoopGroup {
 
         @Override
         public void run() {
-            EngineThread self = (EngineThread) Thread.currentThread();
+            EngineThread self = new EngineThread();
+            ENGINE_THREAD.set(self); // gone with the thread: a thread-local map is dropped when it ends
             long idleSince = 0;
             while (running) {
                 Actor a = poll();

@@ -1,5 +1,6 @@
 package org.smbdirect.protocol.internal;
 
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -15,7 +16,9 @@ public final class SystemScheduler implements Scheduler {
      */
     public SystemScheduler(String name) {
         executor = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, name);
+            // A FutureTask lets go of the pool's worker, and so of this factory, when the thread
+            // ends (see EventLoopGroup.daemon).
+            Thread t = new Thread(new FutureTask<>(r, null), name);
             t.setDaemon(true);
             return t;
         });

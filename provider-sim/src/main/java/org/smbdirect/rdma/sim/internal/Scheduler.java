@@ -1,5 +1,6 @@
 package org.smbdirect.rdma.sim.internal;
 
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -19,6 +20,8 @@ final class Scheduler {
     private int running;
     private int waiters;
     private boolean stopped;
+    /** Marks fabric threads (a thread-local, not a Thread subclass: see {@link Worker}). */
+    private static final ThreadLocal<Worker> CURRENT = new ThreadLocal<>();
 
     Scheduler(String name, int threads) {
         workers = new Worker[threads];
@@ -27,7 +30,7 @@ final class Scheduler {
             workers[i] = new Worker(THREAD_PREFIX + name + "-fabric-" + i);
         }
         for (Worker w : workers) {
-            w.start();
+            w.thread.start();
         }
     }
 
@@ -51,20 +54,20 @@ final class Scheduler {
             }
         }
         if (wake != null) {
-            LockSupport.unpark(wake);
+            LockSupport.unpark(wake.thread);
         }
     }
 
     /** Tells whether the calling thread is a fabric thread of any provider. */
     static boolean onAnyFabricThread() {
-        return Thread.currentThread() instanceof Worker;
+        return CURRENT.get() != null;
     }
 
     /** Tells whether the calling thread is one of this scheduler's fabric threads. */
     boolean isFabricThread() {
         Thread t = Thread.currentThread();
         for (Worker w : workers) {
-            if (w == t) {
+            if (w.thread == t) {
                 return true;
             }
         }
@@ -115,7 +118,7 @@ final class Scheduler {
             head = tail = null;
         }
         for (Worker w : workers) {
-            LockSupport.unpark(w);
+            LockSupport.unpark(w.thread);
         }
         if (isFabricThread()) {
             return;
@@ -124,10 +127,10 @@ final class Scheduler {
         for (Worker w : workers) {
             try {
                 long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-                w.join(left);
-                if (w.isAlive()) {
-                    w.interrupt();
-                    w.join(1000);
+                w.thread.join(left);
+                if (w.thread.isAlive()) {
+                    w.thread.interrupt();
+                    w.thread.join(1000);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -136,17 +139,25 @@ final class Scheduler {
         }
     }
 
-    private final class Worker extends Thread {
+    /**
+     * One fabric thread's work. Its plain {@link Thread} runs a {@link FutureTask}, which lets go
+     * of the worker when the thread ends: a Thread object can outlive its thread (Felix's class
+     * loader keeps the thread that raced another to define a class in its map of class locks, for
+     * good) and must then keep no class of this bundle, and so no old revision, reachable.
+     */
+    private final class Worker implements Runnable {
+        final Thread thread;
         /** Guarded by the scheduler. */
         boolean listedIdle;
 
         Worker(String name) {
-            super(name);
-            setDaemon(true);
+            thread = new Thread(new FutureTask<>(this, null), name);
+            thread.setDaemon(true);
         }
 
         @Override
         public void run() {
+            CURRENT.set(this); // dropped with the thread's thread-locals when it ends
             for (;;) {
                 Actor a;
                 synchronized (Scheduler.this) {

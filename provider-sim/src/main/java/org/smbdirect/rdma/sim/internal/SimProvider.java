@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -358,7 +359,8 @@ final class SimProvider implements RdmaProvider {
         if (Scheduler.onAnyFabricThread()) {
             // Called from a callback: finish on another thread; fabric threads (of this provider or of
             // the one hosting its connections) must keep running meanwhile.
-            Thread t = new Thread(this::shutdown, Scheduler.THREAD_PREFIX + name() + "-closer");
+            // A FutureTask lets go of the provider when the thread ends (see Scheduler.Worker).
+            Thread t = new Thread(new FutureTask<>(this::shutdown, null), Scheduler.THREAD_PREFIX + name() + "-closer");
             t.setDaemon(true);
             t.start();
         } else {

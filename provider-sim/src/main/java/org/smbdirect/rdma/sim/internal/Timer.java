@@ -1,6 +1,7 @@
 package org.smbdirect.rdma.sim.internal;
 
 import java.util.PriorityQueue;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -44,7 +45,8 @@ final class Timer {
             task.due = dueNanos;
             queue.add(task);
             if (thread == null) {
-                thread = new Thread(this::run, threadName);
+                // A FutureTask lets go of the timer when the thread ends (see Scheduler.Worker).
+                thread = new Thread(new FutureTask<>(this::run, null), threadName);
                 thread.setDaemon(true);
                 thread.start();
             }

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.util.PriorityQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -52,7 +53,10 @@ final class CmEventLoop implements Runnable {
         this.channel = channel;
         this.wakeFd = VerbsNative.eventFd();
         this.fds = new int[] {channelFd, asyncFd, wakeFd};
-        this.thread = new Thread(this, "smbdirect-verbs-cm-" + provider.name());
+        // A FutureTask lets go of the loop when the thread ends: a Thread object can outlive its
+        // thread (Felix keeps one that raced another to define a class in that class loader's
+        // lock map) and must then keep no class of this bundle, no old revision, reachable.
+        this.thread = new Thread(new FutureTask<>(this, null), "smbdirect-verbs-cm-" + provider.name());
         thread.setDaemon(true);
     }
 

@@ -4,6 +4,7 @@ import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -28,7 +29,10 @@ final class CqEventLoop implements Runnable {
     CqEventLoop(VerbsProvider provider) throws NativeException {
         this.provider = provider;
         this.wakeFd = VerbsNative.eventFd();
-        this.thread = new Thread(this, "smbdirect-verbs-cq-" + provider.name());
+        // A FutureTask lets go of the loop when the thread ends: a Thread object can outlive its
+        // thread (Felix keeps one that raced another to define a class in that class loader's
+        // lock map) and must then keep no class of this bundle, no old revision, reachable.
+        this.thread = new Thread(new FutureTask<>(this, null), "smbdirect-verbs-cq-" + provider.name());
         thread.setDaemon(true);
     }
 
