@@ -340,7 +340,7 @@ public final class SmbDirectConfig {
     /**
      * How long an idle engine thread keeps polling for work before it sleeps, in microseconds:
      * busy polling, which answers a message or a completion without a wake-up at the cost of a
-     * processor core per engine thread while it polls. 0 (the default) spins only briefly.
+     * processor core per engine thread while it polls. 0 (the default): it sleeps at once.
      * Applies when the transport starts.
      *
      * @return microseconds, 0 to 100000

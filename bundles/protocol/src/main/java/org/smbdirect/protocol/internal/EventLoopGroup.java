@@ -50,7 +50,7 @@ final class EventLoopGroup {
     /**
      * @param name the threads' name prefix
      * @param threads how many loops
-     * @param spinNanos how long an idle loop keeps polling before it sleeps (0: only a brief spin)
+     * @param spinNanos how long an idle loop keeps polling before it sleeps (0: it sleeps at once)
      */
     EventLoopGroup(String name, int threads, long spinNanos) {
         this.name = name;

@@ -98,7 +98,7 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
     int rdmaRegistrationCacheBytes() default 67108864;
 
     @AttributeDefinition(name = "Engine spin (microseconds)", min = "0", max = "100000",
-            description = "How long an idle engine thread polls for work before sleeping (busy polling; burns a core while it polls); 0 spins only briefly. Applies on restart.")
+            description = "How long an idle engine thread polls for work before sleeping (busy polling; burns a core while it polls); 0 sleeps at once. Applies on restart.")
     int engineSpinMicroseconds() default 0;
 
     @AttributeDefinition(name = "Provider filter", required = false,
