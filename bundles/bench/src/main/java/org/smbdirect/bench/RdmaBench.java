@@ -1,9 +1,6 @@
 package org.smbdirect.bench;
 
 import java.nio.ByteBuffer;
-import java.util.List;
-import java.util.concurrent.Semaphore;
-import java.util.function.BiConsumer;
 import java.util.concurrent.TimeUnit;
 
 import org.openjdk.jmh.annotations.Benchmark;
@@ -16,10 +13,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.smbdirect.transport.BufferDescriptorV1;
-import org.smbdirect.transport.RegisteredBuffer;
-import org.smbdirect.transport.RemoteAccess;
-import org.smbdirect.transport.SmbDirectConnection;
 
 /**
  * (a) RDMA Write and RDMA Read through the transport API (MS-SMBD 3.1.4.5 / 3.1.4.6) on the sim
@@ -37,57 +30,36 @@ public class RdmaBench {
     @Param({"4096", "65536", "1048576", "8388608"})
     int size;
 
-    private SimPair pair;
-    private SmbDirectConnection reader;
-    private List<BufferDescriptorV1> remote;
-    private RegisteredBuffer registered;
-    private ByteBuffer local;
+    private RdmaLink link;
     private ByteBuffer copySource;
     private ByteBuffer copyTarget;
-    private final Semaphore window = new Semaphore(DEPTH);
-    private final BiConsumer<Void, Throwable> done = (v, t) -> {
-        if (t != null) {
-            t.printStackTrace();
-        }
-        window.release();
-    };
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        pair = new SimPair();
-        SmbDirectConnection[] c = pair.connect((x, m, t) -> { }, (x, m, t) -> { });
-        ByteBuffer exposed = ByteBuffer.allocateDirect(size);
-        registered = c[1].register(exposed, RemoteAccess.READ_WRITE);
-        remote = registered.descriptors();
-        reader = c[0];
-        local = ByteBuffer.allocateDirect(size);
+        link = new RdmaLink(size, DEPTH);
         copySource = ByteBuffer.allocateDirect(size);
         copyTarget = ByteBuffer.allocateDirect(size);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
-        registered.close();
-        pair.close();
+        link.close();
     }
 
     /** Every operation of an iteration is complete before the next iteration (or the trial) starts. */
     @TearDown(Level.Iteration)
     public void drain() throws InterruptedException {
-        window.acquire(DEPTH);
-        window.release(DEPTH);
+        link.drain();
     }
 
     @Benchmark
     public void rdmaRead() throws InterruptedException {
-        window.acquire();
-        reader.rdmaRead(local, remote, 0).whenComplete(done);
+        link.read();
     }
 
     @Benchmark
     public void rdmaWrite() throws InterruptedException {
-        window.acquire();
-        reader.rdmaWrite(local, remote, 0).whenComplete(done);
+        link.write();
     }
 
     /** The baseline: the same bytes copied between two direct buffers. */

@@ -2,11 +2,9 @@ package org.smbdirect.bench;
 
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BiConsumer;
 
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -31,10 +29,6 @@ import org.smbdirect.rdma.RdmaListener;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.Sge;
-import org.smbdirect.transport.BufferDescriptorV1;
-import org.smbdirect.transport.RegisteredBuffer;
-import org.smbdirect.transport.RemoteAccess;
-import org.smbdirect.transport.SmbDirectConnection;
 
 /**
  * (a) RDMA Read and Write operations per second through the transport (MS-SMBD 3.1.4.5 / 3.1.4.6:
@@ -52,68 +46,47 @@ public class RdmaOpsBench {
     @Param({"4096", "65536"})
     int size;
 
-    private SimPair pair;
-    private SmbDirectConnection reader;
-    private RegisteredBuffer registered;
-    private List<BufferDescriptorV1> remote;
-    private ByteBuffer local;
-    private final Semaphore window = new Semaphore(DEPTH);
-    private final BiConsumer<Void, Throwable> done = (v, t) -> {
-        if (t != null) {
-            t.printStackTrace();
-        }
-        window.release();
-    };
-
-    // the baseline: two raw endpoints on the same providers
+    private RdmaLink link;
+    // the baseline: two raw endpoints on the same providers, sharing the link's window
     private RawEndpoints raw;
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        pair = new SimPair();
-        SmbDirectConnection[] c = pair.connect((x, m, t) -> { }, (x, m, t) -> { });
-        registered = c[1].register(ByteBuffer.allocateDirect(size), RemoteAccess.READ_WRITE);
-        remote = registered.descriptors();
-        reader = c[0];
-        local = ByteBuffer.allocateDirect(size);
-        raw = new RawEndpoints(pair.clientProvider, pair.serverProvider, size, window);
+        link = new RdmaLink(size, DEPTH);
+        raw = new RawEndpoints(link.pair.clientProvider, link.pair.serverProvider, size, link.window);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
         raw.close();
-        registered.close();
-        pair.close();
+        link.close();
     }
 
     /** Every operation of an iteration is complete before the next iteration (or the trial) starts. */
     @TearDown(Level.Iteration)
     public void drain() throws InterruptedException {
-        window.acquire(DEPTH);
-        window.release(DEPTH);
+        link.drain();
     }
 
     @Benchmark
     public void transportRead() throws InterruptedException {
-        window.acquire();
-        reader.rdmaRead(local, remote, 0).whenComplete(done);
+        link.read();
     }
 
     @Benchmark
     public void transportWrite() throws InterruptedException {
-        window.acquire();
-        reader.rdmaWrite(local, remote, 0).whenComplete(done);
+        link.write();
     }
 
     @Benchmark
     public void providerRead() throws Exception {
-        window.acquire();
+        link.window.acquire();
         raw.post(true);
     }
 
     @Benchmark
     public void providerWrite() throws Exception {
-        window.acquire();
+        link.window.acquire();
         raw.post(false);
     }
 

@@ -371,11 +371,7 @@ public final class SmbDirectCommands {
 
         @Override
         public SmbDirect transport() throws UsageException {
-            SmbDirect t = transport;
-            if (t == null) {
-                throw new UsageException("no SmbDirect transport service: is bundle org.smbdirect.protocol active?");
-            }
-            return t;
+            return required(transport, "no SmbDirect transport service: is bundle org.smbdirect.protocol active?");
         }
 
         @Override
@@ -385,11 +381,7 @@ public final class SmbDirectCommands {
 
         @Override
         public BulkTransfer bulk() throws UsageException {
-            BulkTransfer b = bulk;
-            if (b == null) {
-                throw new UsageException("no bulk-transfer service: is bundle org.smbdirect.bulk active?");
-            }
-            return b;
+            return required(bulk, "no bulk-transfer service: is bundle org.smbdirect.bulk active?");
         }
 
         @Override
@@ -399,16 +391,21 @@ public final class SmbDirectCommands {
 
         @Override
         public Configs configs() throws UsageException {
-            ConfigurationAdmin ca = configurationAdmin;
-            if (ca == null) {
-                throw new UsageException("no Configuration Admin service: install one (e.g. org.apache.felix.configadmin)");
-            }
-            return new Configs(ca, metatype, context);
+            return new Configs(required(configurationAdmin,
+                    "no Configuration Admin service: install one (e.g. org.apache.felix.configadmin)"), metatype, context);
         }
 
         @Override
         public boolean hasConfigurationAdmin() {
             return configurationAdmin != null;
+        }
+
+        /** A service the command needs, read once (the field may change under it). */
+        private <T> T required(T service, String missing) throws UsageException {
+            if (service == null) {
+                throw new UsageException(missing);
+            }
+            return service;
         }
     }
 

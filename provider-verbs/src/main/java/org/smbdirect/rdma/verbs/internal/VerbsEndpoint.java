@@ -1111,6 +1111,11 @@ final class VerbsEndpoint implements Endpoint {
         if (deferUnderBind(region)) {
             return;
         }
+        freeNow(region);
+    }
+
+    /** Gives back a discarded region's window and deregisters its memory (unless the endpoint did). */
+    private void freeNow(VerbsMemoryRegion region) {
         releaseWindow(region);
         nativeLock.readLock().lock();
         try {
@@ -1733,15 +1738,7 @@ final class VerbsEndpoint implements Endpoint {
             if ((flag & F_INTERNAL) != 0) {
                 internalSends.decrementAndGet();
                 if (region != null && region.bindCompleted() && releasedUnderBind.remove(region)) {
-                    releaseWindow(region); // deregistered while its bind was in flight
-                    nativeLock.readLock().lock();
-                    try {
-                        if (!nativeReleased) {
-                            deregQuietly(region.mr);
-                        }
-                    } finally {
-                        nativeLock.readLock().unlock();
-                    }
+                    freeNow(region); // deregistered while its bind was in flight
                 }
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && region != null
                         && region.state() != VerbsMemoryRegion.DEREGISTERED) {
