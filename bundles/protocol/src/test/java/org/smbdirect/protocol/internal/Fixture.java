@@ -13,6 +13,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 import org.smbdirect.rdma.RdmaProvider;
@@ -61,7 +62,7 @@ final class Fixture implements AutoCloseable {
     }
 
     /** Waits, without sleeping for fixed times, until a condition over a connection's state holds. */
-    static <T> T until(ConnectionHandle c, Function<Connection, T> query, java.util.function.Predicate<T> done)
+    static <T> T until(ConnectionHandle c, Function<Connection, T> query, Predicate<T> done)
             throws Exception {
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
         T v;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -67,7 +68,7 @@ class PooledRegistrationTest {
                 });
     }
 
-    private static Object invoke(Object target, java.lang.reflect.Method m, Object[] args) throws Throwable {
+    private static Object invoke(Object target, Method m, Object[] args) throws Throwable {
         try {
             return m.invoke(target, args);
         } catch (InvocationTargetException e) {

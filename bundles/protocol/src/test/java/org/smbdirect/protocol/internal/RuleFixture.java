@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.transport.ConnectionHandler;
@@ -77,7 +78,7 @@ final class RuleFixture {
 
     /** Queues an upper-layer message (3.1.4.2) and runs 3.1.5.1 as the connection's thread would. */
     void send(ByteBuffer message) {
-        sender.enqueue(message, null, false, 0, new java.util.concurrent.CompletableFuture<>(), null, null, -1);
+        sender.enqueue(message, null, false, 0, new CompletableFuture<>(), null, null, -1);
         sender.drainInbox();
         sender.sendUpperLayerMessages(ep, receiver, timers);
     }
