@@ -81,7 +81,7 @@ class SessionLossTest {
         assertInstanceOf(ConnectionLostException.class, BulkFixture.failure(after));
         ConnectionLoss atClient = p.atClient.loss();
         ConnectionLoss atServer = p.atServer.loss();
-        assertTrue(atClient.detail().contains("injected fault"), atClient.message());
+        assertTrue(atClient.detail().contains("injected fault"), atClient.message() + " / server: " + atServer.message() + " / " + atServer.reason());
         assertTrue(atServer.reason() == TerminationReason.TRANSPORT_ERROR
                 || atServer.reason() == TerminationReason.PEER_DISCONNECTED, atServer.message());
         long moved = rdmaRead ? p.server.connection().statistics().rdmaReads()

@@ -740,16 +740,16 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
     /**
      * A post was refused. When the endpoint has disconnected underneath (the provider's event is
      * on its way), this is the RDMA connection's end, not a transport error: the messages already
-     * received are handed over and the loss is the disconnect's (3.1.7.1), as when the event comes
-     * first. Otherwise the provider failed (3.1.4.2).
+     * received are handed over and the loss is the one the event reports (3.1.7.1), as when the
+     * event comes first. Otherwise the provider failed (3.1.4.2).
      */
     @Override
     public void postFailed(String what, RdmaException e) {
         if (endpoint.state().compareTo(EndpointState.DISCONNECTED) >= 0) {
-            if (!lifecycle.isRdmaEnded()) {
-                lifecycle.rdmaEnded(); // the rest of this batch is delivered, nothing more posted
-                execute(() -> rdmaConnectionEnded(TerminationReason.PEER_DISCONNECTED, "RDMA connection disconnected"));
-            }
+            // Nothing more is posted; the rest of this batch is delivered, and the provider's
+            // terminal event, on its way, latches why the connection ended (a reset is not a
+            // disconnect) and hands over what was received before it.
+            lifecycle.rdmaEnded();
             return;
         }
         terminate(TerminationReason.TRANSPORT_ERROR, what + ": " + e.getMessage());
@@ -972,3 +972,4 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         return handle.toString();
     }
 }
+

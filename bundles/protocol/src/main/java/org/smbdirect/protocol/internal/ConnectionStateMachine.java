@@ -224,9 +224,10 @@ final class ConnectionStateMachine {
     SmbDirectException providerFailure(String what, RdmaException e, Endpoint ep) {
         ConnectionLoss l = loss.get();
         if (l == null && ep != null && ep.state().compareTo(EndpointState.DISCONNECTED) >= 0) {
-            // what the disconnect event will record; the first loss latched stands
-            l = latch(state == State.CLOSING ? TerminationReason.LOCAL_CLOSE : TerminationReason.PEER_DISCONNECTED,
-                    "RDMA connection disconnected");
+            // Not latched: the provider's event, on its way, says why the connection ended (a
+            // reset or an error is not a disconnect), and that is what the connection reports.
+            l = lossFor(state == State.CLOSING ? TerminationReason.LOCAL_CLOSE : TerminationReason.PEER_DISCONNECTED,
+                    "the RDMA connection ended underneath " + what);
         }
         return l != null ? new ConnectionLostException(l) : new SmbDirectException(what + ": " + e.getMessage(), e);
     }

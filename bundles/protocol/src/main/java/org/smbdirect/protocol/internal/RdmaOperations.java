@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 
 import org.smbdirect.rdma.CompletionResult;
 import org.smbdirect.rdma.Endpoint;
+import org.smbdirect.rdma.EndpointState;
 import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.transport.BufferDescriptorV1;
@@ -40,6 +41,8 @@ final class RdmaOperations {
     private final ConnectionCounters counters;
     private final Runnable signal;
     private final ConcurrentLinkedQueue<RdmaTransfer> intake = new ConcurrentLinkedQueue<>();
+    /** Operations refused because the RDMA connection ended underneath: they fail with its loss. */
+    private final ConcurrentLinkedQueue<CompletableFuture<Void>> awaitingLoss = new ConcurrentLinkedQueue<>();
     private final ArrayDeque<RdmaTransfer> queue = new ArrayDeque<>();
     private final Set<RdmaTransfer> active = new LinkedHashSet<>();
     private int inFlight;
@@ -110,6 +113,17 @@ final class RdmaOperations {
         try {
             lease = locals.acquire(local, read, ep);
         } catch (RdmaException e) {
+            if (lifecycle.loss() == null && ep.state().compareTo(EndpointState.DISCONNECTED) >= 0) {
+                // MS-SMBD 3.1.7.1: the RDMA connection ended underneath, and the provider's event,
+                // on its way, says why (a reset is not a disconnect): the operation fails with the
+                // loss that event latches, as the operations already handed over do.
+                CompletableFuture<Void> f = new CompletableFuture<>();
+                awaitingLoss.add(f);
+                if (lifecycle.loss() != null && awaitingLoss.remove(f)) {
+                    f.completeExceptionally(new ConnectionLostException(lifecycle.loss()));
+                }
+                return f;
+            }
             SmbDirectException f = lifecycle.providerFailure("registering the local buffer failed", e, ep);
             return CompletableFuture.failedFuture(f);
         }
@@ -217,6 +231,10 @@ final class RdmaOperations {
         queue.clear();
         for (RdmaTransfer t : all) {
             fail(t, failure);
+        }
+        CompletableFuture<Void> f;
+        while ((f = awaitingLoss.poll()) != null) {
+            f.completeExceptionally(failure);
         }
     }
 

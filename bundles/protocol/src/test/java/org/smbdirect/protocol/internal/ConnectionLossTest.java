@@ -3,6 +3,7 @@ package org.smbdirect.protocol.internal;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -105,12 +107,31 @@ class ConnectionLossTest {
      * not yet processed), registering a buffer, and the local registration of an RDMA Read, failed
      * with a plain {@link SmbDirectException}. The bulk layer took that for a lack of buffers,
      * skipped the send and delivered later ones past the gap; deregistering failed too (logged as
-     * a warning). Both fail with {@link ConnectionLostException} carrying the loss that the
-     * connection then reports (3.1.7.1); deregistration succeeds, as it does after the loss.
+     * a warning). Registering fails at once with {@link ConnectionLostException} of the reason the
+     * connection then reports; the RDMA Read fails with the very loss the connection reports
+     * (3.1.7.1), once the provider's event has said why (until then it stays pending: a reset is
+     * not a disconnect, and a guess latched here would hide the provider's reason); deregistration
+     * succeeds, as it does after the loss.
      */
     @Test
     void peerDisconnectedUnderneath_registerAndRdmaReadReportTheLoss_deregisterIsHarmless() throws Exception {
-        connectionEndsUnderneath(e -> e.peer.endpoint.disconnect(), false);
+        connectionEndsUnderneath(e -> e.peer.endpoint.disconnect(), false, TerminationReason.PEER_DISCONNECTED);
+    }
+
+    /**
+     * Found by the bulk layer's reset test once RDMA operations were started on the caller's
+     * thread: the fabric resets the connection (the peer's third send), and the RDMA Read refused
+     * underneath latched a guessed disconnect before the provider's error arrived, so the
+     * connection reported "the peer disconnected" instead of the reset. The read now fails with
+     * the provider's reason, TRANSPORT_ERROR naming the reset (3.1.4.2, 3.1.7.1).
+     */
+    @Test
+    void connectionResetUnderneath_rdmaReadReportsTheProvidersReason() throws Exception {
+        peerSide = fx.provider(Map.of("faults.disconnectAfterOperations", 4));
+        ConnectionLoss reported = connectionEndsUnderneath(
+                e -> e.peer.send(RawPeer.dataTransfer(10, 0, 0, 0, new byte[] {2})), false,
+                TerminationReason.TRANSPORT_ERROR);
+        assertTrue(reported.detail().contains("injected fault"), reported.toString());
     }
 
     /**
@@ -119,14 +140,15 @@ class ConnectionLossTest {
      */
     @Test
     void providerClosedUnderneath_deregisterIsHarmless_registerAndRdmaReadReportTheLoss() throws Exception {
-        connectionEndsUnderneath(e -> engineSide.close(), true);
+        connectionEndsUnderneath(e -> engineSide.close(), true, TerminationReason.PEER_DISCONNECTED);
     }
 
     private interface Ending {
         void end(Established e) throws Exception;
     }
 
-    private void connectionEndsUnderneath(Ending ending, boolean deregisterFirst) throws Exception {
+    private ConnectionLoss connectionEndsUnderneath(Ending ending, boolean deregisterFirst,
+            TerminationReason expected) throws Exception {
         CountDownLatch inHandler = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         upper.onMessage = (c, m) -> {
@@ -148,37 +170,34 @@ class ConnectionLossTest {
                 assertFalse(before.isRegistered());
             }
             List<BufferDescriptorV1> remote = List.of(new BufferDescriptorV1(0, 1, 16));
-            List<CompletableFuture<Void>> reads = new ArrayList<>();
-            Throwable readFailure = null;
+            ConnectionLostException registerLost = null;
             long deadline = System.nanoTime() + Fixture.TIMEOUT.toNanos();
-            // until the provider refuses the read's local registration (its endpoint ended)
-            while (readFailure == null && System.nanoTime() < deadline) {
-                CompletableFuture<Void> r = e.connection.rdmaRead(ByteBuffer.allocateDirect(16), remote, 0)
-                        .toCompletableFuture();
-                if (r.isCompletedExceptionally()) {
-                    readFailure = assertThrows(ExecutionException.class, r::get).getCause();
-                } else {
-                    reads.add(r);
+            // until the provider refuses a registration (its endpoint ended)
+            while (registerLost == null && System.nanoTime() < deadline) {
+                try {
+                    e.connection.register(ByteBuffer.allocateDirect(16), RemoteAccess.READ).deregister();
                     Thread.yield();
+                } catch (ConnectionLostException x) {
+                    registerLost = x;
                 }
             }
-            ConnectionLostException lost = assertInstanceOf(ConnectionLostException.class, readFailure,
-                    "the read failed because the connection ended underneath: " + readFailure);
-            ConnectionLostException registerLost = assertThrows(ConnectionLostException.class,
-                    () -> e.connection.register(ByteBuffer.allocateDirect(16), RemoteAccess.READ));
-            assertFalse(e.connection.isOpen());
+            assertNotNull(registerLost, "registering failed because the connection ended underneath");
+            CompletableFuture<Void> read = e.connection.rdmaRead(ByteBuffer.allocateDirect(16), remote, 0)
+                    .toCompletableFuture();
+            assertFalse(read.isDone(), "the read waits for the provider's event, which waits for the handler");
             before.deregister();
             assertFalse(before.isRegistered());
             release.countDown();
             ConnectionLoss reported = upper.loss();
-            assertEquals(TerminationReason.PEER_DISCONNECTED, reported.reason());
+            assertEquals(expected, reported.reason(), reported.toString());
+            assertFalse(e.connection.isOpen());
+            ConnectionLostException lost = assertInstanceOf(ConnectionLostException.class,
+                    assertThrows(ExecutionException.class, () -> Fixture.get(read)).getCause());
             assertEquals(reported, lost.loss(), "the read's failure names the loss the connection reports");
-            assertEquals(reported, registerLost.loss());
-            for (CompletableFuture<Void> r : reads) {
-                assertInstanceOf(ConnectionLostException.class, assertThrows(ExecutionException.class,
-                        () -> Fixture.get(r)).getCause(), "a read queued before the loss");
-            }
+            // a synchronous call cannot wait for the provider's event: it names the disconnect
+            assertEquals(TerminationReason.PEER_DISCONNECTED, registerLost.loss().reason());
             assertEquals(0, e.connection.statistics().registrationsLive());
+            return reported;
         } finally {
             release.countDown();
         }
