@@ -177,11 +177,24 @@ lp_dmesg_check() {
   # errors of the SMB Direct code of either side (not the chatter of debug output). Expected and
   # not an error: on IB/RoCE, cifs without port= tries 5445 first ("rdma_connect failed
   # port=5445"), then 445, where ksmbd listens.
+  # Expected too, after a mount that failed (CifsClientTest: the engine is no SMB2 server): cifs's
+  # smbd_post_send_credits work, queued by the last receive, checks that the transport is still
+  # connected and then posts a receive; when cifs's own teardown moves the queue pair to the error
+  # state in between, the post fails with -ENOTCONN (-107) and both functions log it. A race inside
+  # cifs (fs/smb/client/smbdirect.c, 6.1), seen on siw; ignored only after "cifs_mount failed".
+  local teardown='^$'
+  if echo "$lines" | grep -q 'cifs_mount failed'; then
+    teardown='smbd_post_recv:[0-9]+ ib_post_recv failed rc=-107|smbd_post_send_credits:[0-9]+ post_recv failed rc=-107'
+    if echo "$lines" | grep -q -E "$teardown"; then
+      echo "linux-peers: known cifs teardown race after a failed mount (post_recv failed rc=-107), ignored" >&2
+    fi
+  fi
   local rc=0
   if echo "$lines" | grep -E -i 'smb_?direct|smbd_|rdma' \
        | grep -E -i 'error|fail|disconnect.*(err|-[0-9])|cannot|invalid|timed? ?out|refused|reject' \
        | grep -v -E 'ksmbd: (smb_direct|rdma).*negotiate' \
-       | grep -v -E 'rdma_connect failed port=5445' ; then
+       | grep -v -E 'rdma_connect failed port=5445' \
+       | grep -v -E "$teardown" ; then
     echo "linux-peers: dmesg shows SMB Direct errors (lines above)" >&2
     rc=1
   fi
