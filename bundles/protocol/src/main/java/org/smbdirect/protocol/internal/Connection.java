@@ -972,4 +972,3 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         return handle.toString();
     }
 }
-

@@ -227,7 +227,7 @@ final class ConnectionStateMachine {
             // Not latched: the provider's event, on its way, says why the connection ended (a
             // reset or an error is not a disconnect), and that is what the connection reports.
             l = lossFor(state == State.CLOSING ? TerminationReason.LOCAL_CLOSE : TerminationReason.PEER_DISCONNECTED,
-                    "the RDMA connection ended underneath " + what);
+                    "the RDMA connection ended underneath (" + what + ")");
         }
         return l != null ? new ConnectionLostException(l) : new SmbDirectException(what + ": " + e.getMessage(), e);
     }
