@@ -36,6 +36,8 @@ import org.osgi.service.metatype.ObjectClassDefinition;
  */
 final class Configs {
     static final String SIM_PID = "org.smbdirect.rdma.sim";
+    /** A configuration no component uses: its event marks that the events before it were handled. */
+    static final String FENCE_PID = "org.smbdirect.shell.fence";
     static final String SIM_BUNDLE = "org.smbdirect.rdma.sim";
     static final String PROTOCOL_PID = "org.smbdirect.protocol";
     static final String PROVIDER_TARGET = "provider.target";
@@ -126,20 +128,27 @@ final class Configs {
                 return null;
             }
             Dictionary<String, Object> p = c[0].getProperties();
-            // SCR refuses factory configurations while it still holds the singleton one: wait until the
-            // deletion has been dispatched to configuration listeners (SCR among them) before going on
-            CountDownLatch dispatched = new CountDownLatch(1);
+            // SCR refuses factory configurations while it still holds the singleton one, and when it
+            // handles the singleton's deletion it first looks for other configurations of the PID:
+            // a factory configuration made before SCR has seen the deletion is taken while the
+            // singleton is still held ("already supplied as a singleton", one shell session in
+            // fifteen). Configuration Admin hands each event to every listener before the next, so
+            // once this listener sees a later event (the fence's), SCR has handled the deletion.
+            CountDownLatch fenced = new CountDownLatch(1);
             ConfigurationListener l = e -> {
-                if (e.getType() == ConfigurationEvent.CM_DELETED && SIM_PID.equals(e.getPid())
-                        && e.getFactoryPid() == null) {
-                    dispatched.countDown();
+                if (e.getType() == ConfigurationEvent.CM_UPDATED && FENCE_PID.equals(e.getPid())) {
+                    fenced.countDown();
                 }
             };
             ServiceRegistration<ConfigurationListener> reg = context.registerService(ConfigurationListener.class, l,
                     null);
+            Configuration fence = null;
             try {
                 c[0].delete();
-                if (!dispatched.await(10, TimeUnit.SECONDS)) {
+                fence = admin.getConfiguration(FENCE_PID, "?");
+                fence.update(new Hashtable<>(Map.of("purpose", "orders the shell after SCR's handling of "
+                        + SIM_PID + "'s deletion")));
+                if (!fenced.await(10, TimeUnit.SECONDS)) {
                     throw new IOException("the deletion of configuration " + SIM_PID + " was not dispatched within 10 s");
                 }
             } catch (InterruptedException e) {
@@ -147,6 +156,9 @@ final class Configs {
                 throw new IOException("interrupted while deleting configuration " + SIM_PID, e);
             } finally {
                 reg.unregister();
+                if (fence != null) {
+                    fence.delete();
+                }
             }
             return p;
         } catch (InvalidSyntaxException e) {
