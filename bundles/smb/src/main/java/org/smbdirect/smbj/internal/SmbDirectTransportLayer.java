@@ -9,6 +9,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import javax.crypto.SecretKey;
 
@@ -279,17 +282,54 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         return key;
     }
 
+    /**
+     * Hands the message to the engine (a fresh array per packet, which nothing changes afterwards)
+     * and returns without waiting for the send to complete, as smbj's TCP transport returns once
+     * the socket took the bytes. A send that fails later fails with the connection, which smbj learns
+     * of through {@link #onConnectionLost}. When the connection already holds maxPendingSends
+     * messages, the caller waits for room (within {@link #SEND_TIMEOUT}).
+     */
     private void send(SmbDirectConnection c, ByteBuffer message, SMBPacket<?, ?> packet) throws TransportException {
         try {
-            c.sendAndWait(message, SEND_TIMEOUT);
-        } catch (ConnectionLostException e) {
-            throw lost(c, e, packet);
-        } catch (SmbDirectException e) {
-            throw new TransportException("sending " + packet + " over SMB Direct failed: " + e.getMessage(), e);
+            for (;;) {
+                if (!c.isWritable()) {
+                    c.writable().toCompletableFuture().get(SEND_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                }
+                try {
+                    c.send(message).whenComplete((v, e) -> {
+                        if (e != null) {
+                            LOG.log(System.Logger.Level.DEBUG, () -> "sending " + packet + " failed: " + e);
+                        }
+                    });
+                    return;
+                } catch (IllegalStateException full) {
+                    // another thread took the room meanwhile: wait again
+                }
+            }
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof ConnectionLostException) {
+                throw lost(c, (ConnectionLostException) e.getCause(), packet);
+            }
+            throw new TransportException("sending " + packet + " over SMB Direct failed: " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            throw new TransportException("no room to send " + packet + " within " + SEND_TIMEOUT.toSeconds() + " s: "
+                    + "the SMB Direct connection to " + c.remoteAddress() + " does not drain", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new TransportException("interrupted while sending " + packet, e);
         }
+    }
+
+    /**
+     * Non-blocking: a response is copied, checked and handed to smbj, which completes the waiting
+     * request's promise; the RDMA channel's registration is deregistered (a system call, no
+     * waiting). So responses are taken on the thread that takes the completions, without a
+     * hand-over to an engine thread. (smbj hands server notifications such as oplock breaks to its
+     * event bus's listeners on this thread too: they must not block either.)
+     */
+    @Override
+    public boolean nonBlocking() {
+        return true;
     }
 
     @Override
