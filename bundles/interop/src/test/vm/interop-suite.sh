@@ -5,7 +5,7 @@
 # classes of org.smbdirect.interop.guest, which start ksmbd and mount cifs themselves through
 # linux-peers.sh. Started by LinuxPeersGuestIT, which writes OUT_DIR/guest.env first:
 #   JAVA, TEST_CLASSPATH, NATIVE_DIR (libdisni.so), LAUNCHER (JUnit console), PEERS_SCRIPT, TRANSPORT,
-#   JVM_EXTRA, SELECT
+#   JVM_EXTRA, SELECT, EXCLUDE
 # Writes OUT_DIR/reports (JUnit XML), junit.log, dmesg.txt; exits with the launcher's status.
 set -u
 OUT=${1:?usage: interop-suite.sh OUT_DIR}
@@ -27,9 +27,12 @@ JVM_OPTS=(--enable-native-access=ALL-UNNAMED "-Djava.library.path=$NATIVE_DIR" -
 read -r -a EXTRA_OPTS <<< "${JVM_EXTRA:-}"
 JVM_OPTS+=("${EXTRA_OPTS[@]}")
 SELECT=${SELECT:---select-package=org.smbdirect.interop.guest}
+# classes left out on this transport (-Dinterop.benchTransports: the benchmark runs on one)
+EXCLUDE_OPTS=()
+if [ -n "${EXCLUDE:-}" ]; then EXCLUDE_OPTS=("$EXCLUDE"); fi
 start=$(date +%s)
 "$JAVA" "${JVM_OPTS[@]}" -jar "$LAUNCHER" execute --class-path "$TEST_CLASSPATH" \
-  "$SELECT" --reports-dir "$OUT/reports" \
+  "$SELECT" "${EXCLUDE_OPTS[@]}" --reports-dir "$OUT/reports" \
   --details=testfeed --disable-banner --disable-ansi-colors > "$OUT/junit.log" 2>&1
 rc=$?
 tail -n 30 "$OUT/junit.log"

@@ -38,7 +38,9 @@ import org.w3c.dom.NodeList;
  *
  * <p>{@code -Dinterop.transports=rxe} (or {@code siw}) runs one transport only;
  * {@code -Dinterop.select=--select-class=org.smbdirect.interop.guest.KsmbdServerTest} one class;
- * {@code -Dinterop.jvmOpts=-Dinterop.trace=true} passes JVM options to the guest's JVM. Outputs in
+ * {@code -Dinterop.jvmOpts=-Dinterop.trace=true} passes JVM options to the guest's JVM;
+ * {@code -Dinterop.benchTransports=rxe,siw} runs the SMB3 benchmark on both (by default on the first
+ * transport only). Outputs in
  * {@code target/interop-vm/<transport>}: {@code reports/}, {@code junit.log}, {@code console.log},
  * {@code negotiated.txt}, {@code dmesg.txt}.
  */
@@ -79,10 +81,18 @@ class LinuxPeersGuestIT {
                 + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - buildStart) + " s");
 
         List<DynamicNode> nodes = new ArrayList<>();
-        for (String transport : System.getProperty("interop.transports", "rxe,siw").split(",")) {
+        for (String transport : transports()) {
             nodes.add(runGuest(runInVm, transport.trim(), peers));
         }
         return nodes.stream();
+    }
+
+    private static String[] transports() {
+        return System.getProperty("interop.transports", "rxe,siw").split(",");
+    }
+
+    private static String firstTransport() {
+        return transports()[0].trim();
     }
 
     private static String check(Path script) throws IOException, InterruptedException {
@@ -154,6 +164,10 @@ class LinuxPeersGuestIT {
         env.put("TRANSPORT", transport);
         env.put("JVM_EXTRA", System.getProperty("interop.jvmOpts", ""));
         env.put("SELECT", System.getProperty("interop.select", "")); // interop-suite.sh: the whole package
+        // The SMB3 benchmark measures, it does not check more than the other classes do: once per
+        // build is enough (on the first transport unless -Dinterop.benchTransports names others).
+        List<String> bench = List.of(System.getProperty("interop.benchTransports", firstTransport()).split(","));
+        env.put("EXCLUDE", bench.contains(transport) ? "" : "--exclude-classname=.*SmbjBenchmarkTest");
         StringBuilder sb = new StringBuilder();
         env.forEach((k, v) -> sb.append(k).append("='").append(v.replace("'", "'\\''")).append("'\n"));
         Files.writeString(dir.resolve("guest.env"), sb.toString());

@@ -41,7 +41,8 @@ import com.sun.nio.file.ExtendedOpenOption;
  * page cache: every request goes to the server). All three with SMB 3.0 and as each does by default: smbj signs (it will not turn
  * signing off for SMB 3), cifs does not (and so offloads to RDMA; signed, it would not).
  * {@code -Dinterop.benchRuns=N} (through {@code -Dinterop.jvmOpts}) repeats each measurement and
- * reports medians; every build runs it once, so the comparison is printed in every build. It
+ * reports medians; every build runs it once, on the first transport (RoCE; {@code
+ * -Dinterop.benchTransports=rxe,siw} on both), so the comparison is printed in every build. It
  * asserts only that each copy arrived intact: the guest is TCG-emulated, its timings are reported,
  * never asserted.
  */
