@@ -3,13 +3,13 @@ package org.smbdirect.bench;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -46,17 +46,13 @@ public class RdmaOpsBench {
     @Param({"4096", "65536"})
     int size;
 
-    /** Where the handlers run: {@code inline} (non-blocking, on the completion thread) or {@code engine}. */
-    @Param({"inline", "engine"})
-    String handlers;
-
     private RdmaLink link;
     // the baseline: two raw endpoints on the same providers, sharing the link's window
     private RawEndpoints raw;
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        link = new RdmaLink(size, DEPTH, handlers);
+        link = new RdmaLink(size, DEPTH);
         raw = new RawEndpoints(link.pair.clientProvider, link.pair.serverProvider, size, link.window);
     }
 
@@ -68,38 +64,30 @@ public class RdmaOpsBench {
 
     /** Every operation of an iteration is complete before the next iteration (or the trial) starts. */
     @TearDown(Level.Iteration)
-    public void drain() {
+    public void drain() throws InterruptedException {
         link.drain();
     }
 
     @Benchmark
-    @OperationsPerInvocation(DEPTH / 2)
-    public void transportRead() {
+    public void transportRead() throws InterruptedException {
         link.read();
     }
 
     @Benchmark
-    @OperationsPerInvocation(DEPTH / 2)
-    public void transportWrite() {
+    public void transportWrite() throws InterruptedException {
         link.write();
     }
 
     @Benchmark
-    @OperationsPerInvocation(DEPTH / 2)
     public void providerRead() throws Exception {
-        link.window.awaitBatch();
-        for (int i = 0; i < link.window.batch; i++) {
-            raw.post(true);
-        }
+        link.window.acquire();
+        raw.post(true);
     }
 
     @Benchmark
-    @OperationsPerInvocation(DEPTH / 2)
     public void providerWrite() throws Exception {
-        link.window.awaitBatch();
-        for (int i = 0; i < link.window.batch; i++) {
-            raw.post(false);
-        }
+        link.window.acquire();
+        raw.post(false);
     }
 
     /**
@@ -117,10 +105,10 @@ public class RdmaOpsBench {
         private final Sge[] sgl;
         private MemoryRegion remoteRegion;
         private final CompletionResult[] results = new CompletionResult[32];
-        private final Window window;
+        private final Semaphore window;
         private final Object context = new Object();
 
-        RawEndpoints(RdmaProvider clientProvider, RdmaProvider serverProvider, int size, Window window)
+        RawEndpoints(RdmaProvider clientProvider, RdmaProvider serverProvider, int size, Semaphore window)
                 throws Exception {
             this.window = window;
             for (int i = 0; i < results.length; i++) {
@@ -191,7 +179,7 @@ public class RdmaOpsBench {
         private void drain() {
             int n;
             while ((n = clientCq.getResults(results)) > 0) {
-                window.completed(n);
+                window.release(n);
             }
             clientCq.arm(ArmType.ANY);
         }
