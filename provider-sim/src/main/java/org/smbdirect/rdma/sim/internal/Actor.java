@@ -25,8 +25,6 @@ abstract class Actor {
     final Scheduler scheduler;
     /** Link of the scheduler's ready queue; guarded by the scheduler. */
     Actor nextReady;
-    /** Link of a fabric thread's run-next list; touched by that thread only. */
-    Actor nextLocal;
     @SuppressWarnings("unused") // accessed through STATE
     private volatile int state;
 
@@ -34,18 +32,13 @@ abstract class Actor {
         this.scheduler = scheduler;
     }
 
-    /**
-     * Makes {@link #act()} run (again) soon on a fabric thread; never runs it inside the caller's
-     * call (from a fabric thread, it runs after the actor that thread is running).
-     */
+    /** Makes {@link #act()} run (again) soon on a fabric thread; never runs it on the caller's thread. */
     final void kick() {
         for (;;) {
             int s = (int) STATE.getVolatile(this);
             if (s == IDLE) {
                 if (STATE.compareAndSet(this, IDLE, SCHEDULED)) {
-                    if (!Scheduler.runNext(this)) {
-                        scheduler.submit(this);
-                    }
+                    scheduler.submit(this);
                     return;
                 }
             } else if (s == SCHEDULED) {
@@ -68,9 +61,7 @@ abstract class Actor {
         }
         if (!STATE.compareAndSet(this, SCHEDULED, IDLE)) {
             STATE.setVolatile(this, SCHEDULED);
-            if (!Scheduler.runNext(this)) {
-                scheduler.submit(this);
-            }
+            scheduler.submit(this);
         }
     }
 
