@@ -129,9 +129,8 @@ final class KeepaliveTimers {
         }
         idleFired = false;
         idleTimer = null;
-        long left = idleDeadline - scheduler.nanoTime();
-        if (left > 0) {
-            scheduleIdleCheck(left);
+        if (idleDeadline - scheduler.nanoTime() > 0) {
+            scheduleIdleCheck(idleDeadline);
             return null;
         }
         return idleConnectionTimerExpired();
@@ -164,22 +163,31 @@ final class KeepaliveTimers {
      * so that retriggering on every message costs no timer operation.
      */
     private void setIdleDeadline(long delayNanos) {
-        long now = scheduler.nanoTime();
-        idleDeadline = now + delayNanos;
+        idleDeadline = scheduler.nanoTime() + delayNanos;
         if (idleTimer == null || idleTimerAt - idleDeadline > 0) {
             if (idleTimer != null) {
                 idleTimer.cancel();
             }
-            scheduleIdleCheck(delayNanos);
+            scheduleIdleCheck(idleDeadline);
         }
     }
 
-    private void scheduleIdleCheck(long delayNanos) {
-        idleTimerAt = scheduler.nanoTime() + delayNanos;
-        idleTimer = scheduler.schedule(() -> {
+    /** The check runs at the deadline itself, not after a delay from a second reading of the clock. */
+    private void scheduleIdleCheck(long deadline) {
+        idleTimerAt = deadline;
+        idleTimer = scheduler.scheduleAt(() -> {
             idleFired = true;
             signal.run();
-        }, delayNanos);
+        }, deadline);
+    }
+
+    /**
+     * When the Idle Connection Timer's check is scheduled (tests).
+     *
+     * @return the time on the scheduler's clock, or -1 when none is scheduled
+     */
+    long idleCheckAt() {
+        return idleTimer == null ? -1 : idleTimerAt;
     }
 
     // ---------------------------------------------------------------- the implementation's own

@@ -25,6 +25,19 @@ public interface Scheduler {
     Timer schedule(Runnable task, long delayNanos);
 
     /**
+     * Runs a task once at a time of this scheduler's clock: a deadline computed from one reading
+     * stays that deadline, however far the clock moved before the call (a virtual clock can move
+     * by minutes at once).
+     *
+     * @param task what to run
+     * @param deadlineNanos when, on {@link #nanoTime()}'s scale
+     * @return a handle to cancel it
+     */
+    default Timer scheduleAt(Runnable task, long deadlineNanos) {
+        return schedule(task, deadlineNanos - nanoTime());
+    }
+
+    /**
      * Stops the scheduler; pending tasks are dropped.
      */
     void shutdown();

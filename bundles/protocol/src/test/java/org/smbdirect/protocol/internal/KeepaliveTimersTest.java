@@ -109,4 +109,70 @@ class KeepaliveTimersTest {
         t.cancelAll();
         assertEquals(0, clock.pending());
     }
+
+    /**
+     * A clock that moves by {@code step} at every reading, as a virtual clock does when a test
+     * advances it on another thread while the connection reads it; it records when the last task was
+     * scheduled to run, and the task.
+     */
+    private static final class MovingClock implements Scheduler {
+        private final long step;
+        private long now = 1_000_000_000L;
+        long lastDue = -1;
+        Runnable lastTask;
+
+        MovingClock(Duration step) {
+            this.step = step.toNanos();
+        }
+
+        @Override
+        public long nanoTime() {
+            long t = now;
+            now += step;
+            return t;
+        }
+
+        @Override
+        public Timer schedule(Runnable task, long delayNanos) {
+            lastDue = now + delayNanos;
+            lastTask = task;
+            return () -> { };
+        }
+
+        @Override
+        public Timer scheduleAt(Runnable task, long deadlineNanos) {
+            lastDue = deadlineNanos;
+            lastTask = task;
+            return () -> { };
+        }
+
+        @Override
+        public void shutdown() {
+        }
+    }
+
+    /**
+     * MS-SMBD 3.1.6.2: the Idle Connection Timer's check falls due at the deadline read from the
+     * clock once, however far the clock moved before the check was scheduled (TimerTest once saw
+     * no keepalive: the check had slid 110 s past its deadline while the test advanced the clock).
+     */
+    @Test
+    void idleCheck_dueAtTheDeadline_whenTheClockMovesBetweenReadings() {
+        MovingClock moving = new MovingClock(Duration.ofSeconds(10));
+        model.initialValues(DataModel.Role.PASSIVE, SmbDirectConfig.builder().keepaliveIntervalSeconds(120).build());
+        KeepaliveTimers t = new KeepaliveTimers(moving, signals::incrementAndGet, model, Duration.ofSeconds(5));
+        long establishedAt = moving.now;
+        t.established();
+        assertEquals(establishedAt + Duration.ofSeconds(120).toNanos(), moving.lastDue);
+        assertEquals(moving.lastDue, t.idleCheckAt());
+        // A message moves the deadline on; the check stays, and when it runs it moves to the new deadline.
+        long receivedAt = moving.now;
+        t.messageReceived();
+        assertEquals(establishedAt + Duration.ofSeconds(120).toNanos(), t.idleCheckAt(), "one check at a time");
+        moving.now = establishedAt + Duration.ofSeconds(120).toNanos();
+        moving.lastTask.run(); // the check falls due
+        assertNull(t.idleTimerFired());
+        assertEquals(receivedAt + Duration.ofSeconds(120).toNanos(), moving.lastDue);
+        assertEquals(moving.lastDue, t.idleCheckAt());
+    }
 }

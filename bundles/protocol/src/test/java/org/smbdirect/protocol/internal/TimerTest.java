@@ -84,11 +84,17 @@ class TimerTest {
                 fx.clock.advance(Duration.ofSeconds(round == 0 ? 120 : 110));
                 assertEquals(Wire.SMB_DIRECT_RESPONSE_REQUESTED, RawPeer.header(e.peer.receive()).flags());
                 fx.clock.advance(Duration.ofSeconds(2));
+                long answeredAt = fx.clock.nanoTime();
                 e.peer.send(RawPeer.dataTransfer(10, 1, 0, 0, new byte[0]));
                 assertEquals(DataModel.KeepaliveRequested.NONE, Fixture.until(e.connection,
                         c -> c.model.keepaliveRequested, v -> v == DataModel.KeepaliveRequested.NONE));
                 fx.clock.advance(Duration.ofSeconds(10));
                 assertTrue(e.connection.isOpen());
+                // The keepalive's 5 s check fell due in that advance; the connection moves it to 120 s
+                // after the answer on its own thread. The clock moves on only after it has, or the
+                // next advance could pass the new deadline before the check is there to fall due.
+                long deadline = answeredAt + Duration.ofSeconds(120).toNanos();
+                Fixture.until(e.connection, c -> c.timers.idleCheckAt(), at -> at == deadline);
             }
         }
     }

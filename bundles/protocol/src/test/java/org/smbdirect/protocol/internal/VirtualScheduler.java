@@ -20,7 +20,12 @@ final class VirtualScheduler implements Scheduler {
 
     @Override
     public synchronized Timer schedule(Runnable task, long delayNanos) {
-        Task t = new Task(now + Math.max(0, delayNanos), sequence++, task);
+        return scheduleAt(task, now + Math.max(0, delayNanos));
+    }
+
+    @Override
+    public synchronized Timer scheduleAt(Runnable task, long deadlineNanos) {
+        Task t = new Task(Math.max(now, deadlineNanos), sequence++, task);
         queue.add(t);
         return () -> {
             synchronized (VirtualScheduler.this) {
