@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -82,17 +83,18 @@ class LinuxPeersGuestIT {
 
         List<DynamicNode> nodes = new ArrayList<>();
         for (String transport : transports()) {
-            nodes.add(runGuest(runInVm, transport.trim(), peers));
+            nodes.add(runGuest(runInVm, transport, peers));
         }
         return nodes.stream();
     }
 
-    private static String[] transports() {
-        return System.getProperty("interop.transports", "rxe,siw").split(",");
+    private static List<String> transports() {
+        return names(System.getProperty("interop.transports", "rxe,siw"));
     }
 
-    private static String firstTransport() {
-        return transports()[0].trim();
+    /** A comma-separated list of transport names, "rxe, siw" as well as "rxe,siw". */
+    private static List<String> names(String list) {
+        return Arrays.stream(list.split(",")).map(String::trim).filter(n -> !n.isEmpty()).toList();
     }
 
     private static String check(Path script) throws IOException, InterruptedException {
@@ -166,7 +168,7 @@ class LinuxPeersGuestIT {
         env.put("SELECT", System.getProperty("interop.select", "")); // interop-suite.sh: the whole package
         // The SMB3 benchmark measures, it does not check more than the other classes do: once per
         // build is enough (on the first transport unless -Dinterop.benchTransports names others).
-        List<String> bench = List.of(System.getProperty("interop.benchTransports", firstTransport()).split(","));
+        List<String> bench = names(System.getProperty("interop.benchTransports", transports().get(0)));
         env.put("EXCLUDE", bench.contains(transport) ? "" : "--exclude-classname=.*SmbjBenchmarkTest");
         StringBuilder sb = new StringBuilder();
         env.forEach((k, v) -> sb.append(k).append("='").append(v.replace("'", "'\\''")).append("'\n"));
