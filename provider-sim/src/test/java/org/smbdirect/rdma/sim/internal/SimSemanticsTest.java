@@ -2,8 +2,10 @@ package org.smbdirect.rdma.sim.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.smbdirect.rdma.Access;
@@ -80,11 +82,15 @@ class SimSemanticsTest extends ProviderTck {
         for (int i = 0; i < 3; i++) {
             l.server().postReceive("r" + i, in);
         }
+        // The receives kicked the connection: that run ends first, or it would take the deferred
+        // requests along (a run for any reason moves whatever is queued).
+        SimConnection connection = ((SimEndpoint) l.client().endpoint()).connection;
+        assertTrue(connection.host.scheduler.awaitQuiet(TimeUnit.SECONDS.toNanos(10)), "the fabric went quiet");
         MemoryRegion out = l.client().register(16, 0);
         l.client().send("a", out, 0, 4, RequestFlags.DEFER);
         l.client().send("b", out, 0, 4, RequestFlags.DEFER);
         assertFails(RdmaStatus.INSUFFICIENT_RESOURCES, () -> l.client().send("c", out, 0, 4, 0));
-        ((SimEndpoint) l.client().endpoint()).connection.kick(); // what a later post would do
+        connection.kick(); // what a later post would do
         List<Completion> c = l.client().sendCq().poll(2);
         assertEquals("a", c.get(0).context());
         assertEquals("b", c.get(1).context());
