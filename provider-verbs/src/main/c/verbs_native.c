@@ -699,6 +699,14 @@ JNIEXPORT void FN(postSend)(JNIEnv *env, jclass cls, jlong qp, jlong records, ji
         /* ibv_post_send stops at the first request it refuses: those before it are posted and
          * will complete, the rest were not. */
         posted = err == 0 ? count : (bad >= wrs && bad < wrs + count ? (int)(bad - wrs) : 0);
+        /* A type 2 window's bind names the window by the rkey it has now (Soft-RoCE refuses a
+         * bind whose ibv_mw rkey is not the window's current one), and nothing updates the ibv_mw
+         * of a window bound by a work request: once posted, the new key is the window's. */
+        for (int i = 0; i < posted; i++) {
+            if (wrs[i].opcode == IBV_WR_BIND_MW) {
+                wrs[i].bind_mw.mw->rkey = wrs[i].bind_mw.rkey;
+            }
+        }
     }
     if (wrs != stack_wrs) free(wrs);
     if (sges != stack_sges) free(sges);

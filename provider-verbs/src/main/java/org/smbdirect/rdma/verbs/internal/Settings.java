@@ -23,8 +23,9 @@ final class Settings {
     static final String RDMA_READ = "rdmaRead";
     static final String REMOTE_INVALIDATE = "remoteInvalidate";
     static final String INLINE_LIMIT = "inlineLimit";
+    static final String REGISTRATION_CACHE = "registrationCache";
     private static final Set<String> KEYS = Set.of(DEVICES, RESOLVE_TIMEOUT, REQUEST_TIMEOUT, RETRY_COUNT,
-            CLOSE_TIMEOUT, RDMA_READ, REMOTE_INVALIDATE, INLINE_LIMIT);
+            CLOSE_TIMEOUT, RDMA_READ, REMOTE_INVALIDATE, INLINE_LIMIT, REGISTRATION_CACHE);
 
     final List<String> devices;
     final int resolveTimeoutMillis;
@@ -34,9 +35,11 @@ final class Settings {
     final boolean rdmaRead;
     final boolean remoteInvalidate;
     final int inlineLimit;
+    final int registrationCache;
 
     Settings(List<String> devices, int resolveTimeoutMillis, int requestTimeoutMillis, int retryCount,
-            int closeTimeoutMillis, boolean rdmaRead, boolean remoteInvalidate, int inlineLimit) {
+            int closeTimeoutMillis, boolean rdmaRead, boolean remoteInvalidate, int inlineLimit,
+            int registrationCache) {
         this.devices = List.copyOf(devices);
         this.resolveTimeoutMillis = resolveTimeoutMillis;
         this.requestTimeoutMillis = requestTimeoutMillis;
@@ -45,15 +48,17 @@ final class Settings {
         this.rdmaRead = rdmaRead;
         this.remoteInvalidate = remoteInvalidate;
         this.inlineLimit = inlineLimit;
+        this.registrationCache = registrationCache;
     }
 
     static Settings defaults() {
-        return new Settings(List.of(), 5000, 10000, 7, 5000, true, true, -1);
+        return new Settings(List.of(), 5000, 10000, 7, 5000, true, true, -1, 16);
     }
 
     static Settings from(VerbsConfiguration c) throws RdmaException {
         Settings s = new Settings(List.of(c.devices()), c.resolveTimeoutMillis(), c.connectionRequestTimeoutMillis(),
-                c.retryCount(), c.closeTimeoutMillis(), c.rdmaRead(), c.remoteInvalidate(), c.inlineLimit());
+                c.retryCount(), c.closeTimeoutMillis(), c.rdmaRead(), c.remoteInvalidate(), c.inlineLimit(),
+                c.registrationCache());
         s.check();
         return s;
     }
@@ -72,6 +77,7 @@ final class Settings {
         boolean read = d.rdmaRead;
         boolean invalidate = d.remoteInvalidate;
         int inline = d.inlineLimit;
+        int cache = d.registrationCache;
         for (Map.Entry<String, ?> e : map.entrySet()) {
             String key = e.getKey();
             Object value = e.getValue();
@@ -104,12 +110,15 @@ final class Settings {
                 case INLINE_LIMIT:
                     inline = integer(key, value);
                     break;
+                case REGISTRATION_CACHE:
+                    cache = integer(key, value);
+                    break;
                 default:
                     close = integer(key, value);
                     break;
             }
         }
-        Settings s = new Settings(devices, resolve, request, retry, close, read, invalidate, inline);
+        Settings s = new Settings(devices, resolve, request, retry, close, read, invalidate, inline, cache);
         s.check();
         return s;
     }
@@ -129,6 +138,9 @@ final class Settings {
         }
         if (inlineLimit < -1) {
             throw bad(INLINE_LIMIT, inlineLimit, "must be -1 (the device's), 0 or more");
+        }
+        if (registrationCache < 0) {
+            throw bad(REGISTRATION_CACHE, registrationCache, "must not be negative (0 keeps nothing)");
         }
     }
 

@@ -86,4 +86,16 @@ public @interface VerbsConfiguration {
     @AttributeDefinition(name = "Inline limit", description = "Most bytes of inline data to offer; -1 for the "
             + "device's limit, 0 for none", min = "-1")
     int inlineLimit() default -1;
+
+    /**
+     * How many ended registrations each connection keeps for the next registration of the same
+     * memory: memory regions that served a memory window (they grant no remote access of their
+     * own) and windows left free by an invalidation. A kept region holds its buffer's memory.
+     *
+     * @return regions (and as many windows) per connection; 0 to keep none
+     */
+    @AttributeDefinition(name = "Registration cache", description = "Ended registrations kept per connection "
+            + "for the next registration of the same memory (regions behind memory windows, free windows); "
+            + "0 keeps none", min = "0")
+    int registrationCache() default 16;
 }

@@ -80,6 +80,8 @@ final class VerbsEndpoint implements Endpoint {
      */
     private final Queue<Long> leftoverWindows = new ConcurrentLinkedQueue<>();
     private final Queue<Long> leftoverRegions = new ConcurrentLinkedQueue<>();
+    /** Regions behind windows and free windows, kept for the next registration. */
+    private final RegistrationCache cache;
     final long qp;
     private final int sqSize;
 
@@ -162,6 +164,8 @@ final class VerbsEndpoint implements Endpoint {
         this.sendCq = (VerbsCompletionQueue) options.sendQueue();
         this.recvCq = (VerbsCompletionQueue) options.receiveQueue();
         int reserve = provider.memoryWindows ? BIND_RESERVE : 0;
+        // without windows a region's own rkey grants remote access: such a region is never kept
+        this.cache = new RegistrationCache(provider.memoryWindows ? provider.settings.registrationCache : 0);
         this.sqSize = options.sendQueueDepth() + reserve;
         this.sendContext = new Object[sqSize];
         this.sendOp = new byte[sqSize];
@@ -881,6 +885,12 @@ final class VerbsEndpoint implements Endpoint {
                 leftoverRegions.add(r.mr);
             }
             releasedUnderBind.clear();
+            for (RegistrationCache.Window w : cache.drainWindows()) {
+                leftoverWindows.add(w.mw());
+            }
+            for (RegistrationCache.Region kept : cache.drainRegions()) {
+                leftoverRegions.add(kept.mr());
+            }
             if (!qpReleased) {
                 qpReleased = true;
                 VerbsNative.destroyQp(cmId);
@@ -973,6 +983,56 @@ final class VerbsEndpoint implements Endpoint {
         return true;
     }
 
+    /**
+     * An invalidation (the peer's, or a local one that completed) left a region's window free: it
+     * is kept for the next registration, bound again under a new key; the cache's overflow is
+     * deallocated.
+     */
+    private void recycleWindow(VerbsMemoryRegion r) {
+        nativeLock.readLock().lock();
+        try {
+            if (nativeReleased || !r.takeWindow()) {
+                return;
+            }
+            RegistrationCache.Window overflow = cache.keep(new RegistrationCache.Window(r.mw, r.token));
+            if (overflow != null) {
+                VerbsNative.deallocMw(overflow.mw());
+            }
+        } catch (NativeException e) {
+            // a free window holds nothing: released with the endpoint
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
+        } finally {
+            nativeLock.readLock().unlock();
+        }
+    }
+
+    /**
+     * The memory region of an ended registration: kept for the next registration of the same
+     * bytes when it grants no remote access of its own (it served a window), else deregistered.
+     * Called under the native read lock, before the endpoint is released.
+     *
+     * @throws NativeException when {@code ibv_dereg_mr} fails
+     */
+    private void retireRegion(VerbsMemoryRegion r) throws NativeException {
+        RegistrationCache.Region overflow = r.mw == 0 ? null
+                : cache.keep(new RegistrationCache.Region(r.registeredView(), r.address, r.length,
+                        windowRegionAccess(r.access), r.mr, r.lkey));
+        long mr = r.mw == 0 ? r.mr : overflow == null ? 0 : overflow.mr();
+        if (mr != 0) {
+            try {
+                VerbsNative.deregMr(mr);
+            } catch (NativeException e) {
+                leftoverRegions.add(mr);
+                throw e;
+            }
+        }
+    }
+
+    /** The verbs access of a region that remote access reaches through windows only. */
+    private static int windowRegionAccess(int access) {
+        return ((access & Access.LOCAL_WRITE) != 0 ? VerbsNative.ACCESS_LOCAL_WRITE : 0) | VerbsNative.ACCESS_MW_BIND;
+    }
+
     /** Deallocates a region's memory window, revoking remote access through it. */
     private void releaseWindow(VerbsMemoryRegion r) {
         nativeLock.readLock().lock();
@@ -1030,12 +1090,8 @@ final class VerbsEndpoint implements Endpoint {
         ByteBuffer view = buffer.duplicate().slice();
         boolean remote = Access.isRemote(access);
         boolean window = remote && provider.memoryWindows;
-        int mrAccess = (access & Access.LOCAL_WRITE) != 0 ? VerbsNative.ACCESS_LOCAL_WRITE : 0;
-        if (window) {
-            mrAccess |= VerbsNative.ACCESS_MW_BIND;
-        } else if (remote) {
-            mrAccess |= remoteAccessFlags(access);
-        }
+        int mrAccess = window ? windowRegionAccess(access)
+                : ((access & Access.LOCAL_WRITE) != 0 ? VerbsNative.ACCESS_LOCAL_WRITE : 0) | remoteAccessFlags(access);
         int[] keys = new int[2];
         long mr;
         long mw = 0;
@@ -1045,21 +1101,34 @@ final class VerbsEndpoint implements Endpoint {
             if (nativeReleased) {
                 throw new RdmaException(RdmaStatus.INVALID_STATE, "cannot register memory: the endpoint was released");
             }
-            try {
-                mr = VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
-            } catch (NativeException e) {
-                throw e.toRdmaException("registering " + length + " bytes");
+            RegistrationCache.Region kept = window ? cache.takeRegion(address, length, mrAccess) : null;
+            if (kept != null) {
+                mr = kept.mr();
+                keys[0] = kept.lkey();
+            } else {
+                mr = regMr(address, length, mrAccess, keys);
             }
             token = remote ? keys[1] : keys[0];
             if (window) {
+                RegistrationCache.Window free = cache.takeWindow();
                 int[] rkey = new int[1];
-                try {
-                    mw = VerbsNative.allocMw(pdPtr, rkey);
-                } catch (NativeException e) {
-                    deregQuietly(mr);
-                    throw e.toRdmaException("allocating a memory window");
+                if (free != null) {
+                    mw = free.mw();
+                    rkey[0] = free.lastKey();
+                } else {
+                    try {
+                        mw = VerbsNative.allocMw(pdPtr, rkey);
+                    } catch (NativeException e) {
+                        deregQuietly(mr);
+                        throw e.toRdmaException("allocating a memory window");
+                    }
                 }
+                // a window bound again takes another key: its previous holder's token stays dead,
+                // and no region of this endpoint still known by a key shares it
                 token = provider.newWindowKey(rkey[0]);
+                for (int i = 0; i < 8 && byToken.containsKey(token); i++) {
+                    token = provider.newWindowKey(rkey[0]);
+                }
             }
         } finally {
             nativeLock.readLock().unlock();
@@ -1088,6 +1157,30 @@ final class VerbsEndpoint implements Endpoint {
             }
         }
         return region;
+    }
+
+    /**
+     * ibv_reg_mr; when it fails while regions are kept for later, they are given back (their pages
+     * count against the locked-memory limit) and it is tried once more. Under the native read lock.
+     */
+    private long regMr(long address, int length, int mrAccess, int[] keys) throws RdmaException {
+        try {
+            return VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
+        } catch (NativeException e) {
+            List<RegistrationCache.Region> kept = cache.evictRegions();
+            if (kept.isEmpty()) {
+                throw e.toRdmaException("registering " + length + " bytes");
+            }
+            for (RegistrationCache.Region r : kept) {
+                deregQuietly(r.mr());
+            }
+            try {
+                return VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
+            } catch (NativeException again) {
+                throw again.toRdmaException("registering " + length + " bytes (after giving back "
+                        + kept.size() + " kept regions)");
+            }
+        }
     }
 
     private void checkRegistrationState() throws RdmaException {
@@ -1120,8 +1213,10 @@ final class VerbsEndpoint implements Endpoint {
         nativeLock.readLock().lock();
         try {
             if (!nativeReleased) {
-                deregQuietly(region.mr);
+                retireRegion(region);
             }
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
         } finally {
             nativeLock.readLock().unlock();
         }
@@ -1197,10 +1292,9 @@ final class VerbsEndpoint implements Endpoint {
         nativeLock.readLock().lock();
         try {
             if (!nativeReleased) {
-                VerbsNative.deregMr(r.mr);
+                retireRegion(r);
             }
         } catch (NativeException e) {
-            leftoverRegions.add(r.mr);
             throw e.toRdmaException("deregistering (the registration is released with the endpoint)");
         } finally {
             nativeLock.readLock().unlock();
@@ -1702,7 +1796,7 @@ final class VerbsEndpoint implements Endpoint {
                 VerbsMemoryRegion r = byToken.get(invalidated);
                 if (r != null && r.isRemote() && r.state() == VerbsMemoryRegion.VALID) {
                     r.invalidated();
-                    releaseWindow(r); // an invalidated window is never used again
+                    recycleWindow(r); // free again: kept for another registration, under another key
                     out.tokenInvalidated = true;
                     out.token = invalidated;
                 } else {
@@ -1749,7 +1843,7 @@ final class VerbsEndpoint implements Endpoint {
             } else {
                 consumerSends.decrementAndGet();
                 if (op == VerbsNative.OP_LOCAL_INV && status == RdmaStatus.SUCCESS && region != null) {
-                    releaseWindow(region); // an invalidated window is never used again
+                    recycleWindow(region); // free again: kept for another registration, under another key
                 }
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED) {
                     requestFailed(status, "a " + opName(op) + " failed with " + WcStatus.name(wcStatus)

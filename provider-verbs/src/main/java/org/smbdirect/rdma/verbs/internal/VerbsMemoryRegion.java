@@ -68,6 +68,11 @@ final class VerbsMemoryRegion implements MemoryRegion {
         return access;
     }
 
+    /** The registered bytes themselves (a view that keeps their memory alive). */
+    ByteBuffer registeredView() {
+        return view;
+    }
+
     @Override
     public ByteBuffer buffer() {
         return view.duplicate().clear();

@@ -189,6 +189,56 @@ class InvalidationDeviceTest {
         assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, read(p, dst, exposed).status());
     }
 
+    /**
+     * The registration cache: a window the peer invalidated is bound again for the next
+     * registration, under another key (the same window index in the token's upper 24 bits), on
+     * the region kept from the first registration of the same bytes. The old token stays dead,
+     * the new one reaches the bytes.
+     */
+    @Test
+    void registerAgain_afterThePeerInvalidated_sameWindowNewKey_oldTokenDead() throws Exception {
+        Fixture.Pair p = f.connect();
+        java.nio.ByteBuffer memory = Fixture.direct(64);
+        MemoryRegion rx = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        MemoryRegion tx = p.client.register(Fixture.direct(8), 0);
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        MemoryRegion first = p.server.register(memory, Access.LOCAL_WRITE | Access.REMOTE_READ);
+        p.server.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        p.client.postSendAndInvalidate("inv", new Sge[] {Sge.of(tx)}, 1, RequestFlags.NONE, first.token());
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.one(Fixture.TIMEOUT).status());
+        assertEquals(RdmaStatus.SUCCESS, p.serverCq.one(Fixture.TIMEOUT).status());
+        p.server.deregister(first);
+
+        memory.put(0, (byte) 42);
+        MemoryRegion second = p.server.register(memory, Access.LOCAL_WRITE | Access.REMOTE_READ);
+        assertEquals(first.token() >>> 8, second.token() >>> 8, "the freed window serves again");
+        assertTrue(first.token() != second.token(), "under another key");
+        assertEquals(RdmaStatus.SUCCESS, read(p, dst, second).status(), "the new token reads");
+        assertEquals(42, dst.buffer().get(0));
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, read(p, dst, first).status(), "the old token stays dead");
+    }
+
+    /**
+     * A deregistration that no invalidation preceded revokes the token at once, although the
+     * region behind the window is kept for the next registration of the same bytes, which works.
+     */
+    @Test
+    void deregister_ofARegionKeptForLater_revokesAtOnce_nextRegistrationOfTheBytesWorks() throws Exception {
+        Fixture.Pair p = f.connect();
+        java.nio.ByteBuffer memory = Fixture.direct(64);
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        MemoryRegion exposed = null;
+        for (int round = 1; round <= 3; round++) {
+            memory.put(0, (byte) round);
+            exposed = p.server.register(memory, Access.LOCAL_WRITE | Access.REMOTE_READ);
+            assertEquals(RdmaStatus.SUCCESS, read(p, dst, exposed).status(), "round " + round);
+            assertEquals(round, dst.buffer().get(0));
+            p.server.deregister(exposed);
+        }
+        // a failed RDMA Read ends the connection: one check, of the last token
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, read(p, dst, exposed).status());
+    }
+
     @Test
     void regionsRegisteredBeforeConnecting_areUsableOnceConnected() throws Exception {
         MemoryRegion[] early = new MemoryRegion[1];

@@ -21,6 +21,7 @@ class SettingsTest {
         assertEquals(10000, s.requestTimeoutMillis);
         assertEquals(7, s.retryCount);
         assertEquals(5000, s.closeTimeoutMillis);
+        assertEquals(16, s.registrationCache);
     }
 
     @Test
@@ -31,6 +32,7 @@ class SettingsTest {
         assertEquals(3, Settings.from(Map.of("retryCount", "3")).retryCount);
         assertEquals(250, Settings.from(Map.of("closeTimeoutMillis", 250L)).closeTimeoutMillis);
         assertEquals(9, Settings.from(Map.of("connectionRequestTimeoutMillis", 9)).requestTimeoutMillis);
+        assertEquals(0, Settings.from(Map.of("registrationCache", "0")).registrationCache);
     }
 
     @Test
@@ -49,6 +51,7 @@ class SettingsTest {
     void outOfRangeOrMistypedValues_invalidParameter() {
         for (Map<String, ?> bad : List.of(Map.of("retryCount", 8), Map.of("retryCount", "many"),
                 Map.of("resolveTimeoutMillis", 0), Map.of("closeTimeoutMillis", -1), Map.of("devices", 5),
+                Map.of("registrationCache", -1),
                 Map.of("retryCount", 1.5))) {
             RdmaException e = assertThrows(RdmaException.class, () -> Settings.from(bad), bad::toString);
             assertEquals(RdmaStatus.INVALID_PARAMETER, e.status());
