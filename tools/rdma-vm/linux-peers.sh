@@ -20,8 +20,9 @@
 #                                             server's configuration and reload it: new tree
 #                                             connects to it fail with BAD_NETWORK_NAME
 #   linux-peers.sh cifs-mount //IP/share MOUNTPOINT [EXTRA,OPTIONS]
-#                                             mount with rdma,nodfs,vers=3.0 and the user of
-#                                             ksmbd-start (LINUX_PEERS_USER/_PASS override)
+#                                             mount with rdma,nodfs,vers=3.0 (unless OPTIONS name
+#                                             another vers=) and the user of ksmbd-start
+#                                             (LINUX_PEERS_USER/_PASS override)
 #   linux-peers.sh cifs-umount MOUNTPOINT
 #   linux-peers.sh cifs-debugdata             print /proc/fs/cifs/DebugData (SMB Direct parameters
 #                                             of mounted RDMA sessions)
@@ -149,8 +150,11 @@ lp_cifs_mount() {
   pass=${LINUX_PEERS_PASS_OVERRIDE:-$(cat "$LINUX_PEERS_STATE/pass" 2>/dev/null || echo "$LINUX_PEERS_PASS")}
   grep -q '^cifs ' /proc/modules || lp_load || return
   mkdir -p "$mnt"
+  # SMB 3.0 unless the options name a dialect
+  local vers=vers=3.0,
+  case ",$extra," in *,vers=*) vers=;; esac
   mount -t cifs "$unc" "$mnt" \
-    -o "rdma,nodfs,vers=3.0,username=$user,password=$pass,noperm${extra:+,$extra}"
+    -o "rdma,nodfs,${vers}username=$user,password=$pass,noperm${extra:+,$extra}"
 }
 
 lp_cifs_umount() { umount "${1:?usage: cifs-umount MOUNTPOINT}"; }

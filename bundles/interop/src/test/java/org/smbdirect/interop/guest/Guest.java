@@ -53,12 +53,30 @@ final class Guest {
         return v == null || v.isBlank() ? fallback : v;
     }
 
+    /**
+     * The verbs provider's configuration: {@code -Dinterop.verbsConfig=key=value,...} (through
+     * {@code -Dinterop.jvmOpts}), for example {@code registrationCache=0} to measure without the
+     * registration cache; empty for the defaults.
+     */
+    static Map<String, String> verbsConfiguration() {
+        Map<String, String> m = new java.util.LinkedHashMap<>();
+        for (String kv : System.getProperty("interop.verbsConfig", "").split(",")) {
+            int eq = kv.indexOf('=');
+            if (eq > 0) {
+                m.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+            } else if (!kv.isBlank()) {
+                throw new IllegalArgumentException("interop.verbsConfig takes key=value pairs, not " + kv);
+            }
+        }
+        return m;
+    }
+
     /** An engine on the guest's verbs provider. */
     static SmbDirect engine(SmbDirectConfig config) throws org.smbdirect.rdma.RdmaException {
         RdmaProviderFactory verbs = ServiceLoader.load(RdmaProviderFactory.class).stream().map(ServiceLoader.Provider::get)
                 .filter(f -> f.type().equals("verbs")).findFirst()
                 .orElseThrow(() -> new AssertionError("no verbs RdmaProviderFactory on the class path"));
-        List<RdmaProvider> providers = verbs.create(Map.of());
+        List<RdmaProvider> providers = verbs.create(verbsConfiguration());
         if (providers.isEmpty()) {
             throw new AssertionError("the verbs provider found no RDMA device in the guest");
         }

@@ -38,8 +38,12 @@ import com.sun.nio.file.ExtendedOpenOption;
  * 64 MiB write and read, and 4 KiB random reads (one at a time) for smbj over SMB Direct (the
  * product's transport), smbj over TCP (its own Direct TCP transport, port 445 of the same address)
  * and the Linux cifs client mounted with {@code -o rdma}, through the file system with O_DIRECT (no
- * page cache: every request goes to the server). All three with SMB 3.0 and as each does by default: smbj signs (it will not turn
- * signing off for SMB 3), cifs does not (and so offloads to RDMA; signed, it would not).
+ * page cache: every request goes to the server). All three with the same dialect, SMB 3.1.1 (what
+ * both clients negotiate by default; {@code -Dinterop.benchDialect=3.0} or {@code 3.0.2} for
+ * another), and as each does by default: smbj signs (it will not turn signing off for SMB 3), cifs
+ * does not (and so offloads to RDMA; signed, it would not). From 3.0.2 on the server invalidates the
+ * registration with its response (Send with Invalidate), which the verbs provider's registration
+ * cache turns into a window bound again for the next request.
  * {@code -Dinterop.benchRuns=N} (through {@code -Dinterop.jvmOpts}) repeats each measurement and
  * reports medians; every build runs it once, on the first transport (RoCE; {@code
  * -Dinterop.benchTransports=rxe,siw} on both), so the comparison is printed in every build. It
@@ -52,6 +56,7 @@ class SmbjBenchmarkTest {
     private static final int CHUNK = 4 * MIB;
     private static final Path MOUNT = Paths.get("/tmp/bench-cifs");
     private static final int RUNS = Integer.getInteger("interop.benchRuns", 1);
+    private static final String DIALECT = System.getProperty("interop.benchDialect", "3.1.1");
     private static final long RANDOM_NANOS = TimeUnit.SECONDS.toNanos(Long.getLong("interop.benchRandomSeconds", 3));
 
     private static SmbDirect engine;
@@ -61,7 +66,8 @@ class SmbjBenchmarkTest {
     static void start() throws Exception {
         Guest.peers("ksmbd-start", Guest.SHARE.toString(), Guest.USER, Guest.PASSWORD);
         Guest.peersResult(60, "ksmbd-debug", "off", "all"); // debug output would be measured too
-        Guest.peers("cifs-mount", "//" + Guest.address().getHostAddress() + "/share", MOUNT.toString());
+        Guest.peers("cifs-mount", "//" + Guest.address().getHostAddress() + "/share", MOUNT.toString(),
+                "vers=" + DIALECT);
         engine = Guest.engine(SmbDirectConfig.defaults());
         smbj = SmbjTransport.create(engine, SmbjOptions.defaults());
     }
@@ -85,8 +91,9 @@ class SmbjBenchmarkTest {
         byte[] data = new byte[SIZE];
         new SplittableRandom(64).nextBytes(data);
         // smbj signs every SMB 3 request it can (it refuses to turn signing off for SMB 3.x)
-        SmbConfig direct = smbj.configBuilder().withDialects(SMB2Dialect.SMB_3_0).withTimeout(120, TimeUnit.SECONDS).build();
-        SmbConfig tcp = SmbConfig.builder().withNegotiatedBufferSize().withDialects(SMB2Dialect.SMB_3_0)
+        SMB2Dialect dialect = dialect();
+        SmbConfig direct = smbj.configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
+        SmbConfig tcp = SmbConfig.builder().withNegotiatedBufferSize().withDialects(dialect)
                 .withTimeout(120, TimeUnit.SECONDS).build();
         String[] names = {"smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma"};
         Client[] clients = {(d, n) -> smbjRun(direct, d, n), (d, n) -> smbjRun(tcp, d, n), SmbjBenchmarkTest::cifsRun};
@@ -104,7 +111,7 @@ class SmbjBenchmarkTest {
             }
         }
         StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
-                "%s SMB3 benchmark (SMB 3.0; smbj signed, cifs not, as each does by default; 64 MiB; medians of %d run%s; "
+                "%s SMB3 benchmark (SMB " + DIALECT + "; smbj signed, cifs not, as each does by default; 64 MiB; medians of %d run%s; "
                         + "TCG-emulated guest):%n"
                         + "  %-22s %14s %14s %20s %18s%n", Guest.transport(), RUNS, RUNS == 1 ? "" : "s", "client",
                 "write MiB/s", "read MiB/s", "streamed read MiB/s", "4 KiB reads/s"));
@@ -115,6 +122,19 @@ class SmbjBenchmarkTest {
                     Double.isNaN(streamed) ? "-" : String.format(Locale.ROOT, "%.1f", streamed), median(results.get(c), 2)));
         }
         Guest.record(table.toString().trim());
+    }
+
+    private static SMB2Dialect dialect() {
+        switch (DIALECT) {
+            case "3.0":
+                return SMB2Dialect.SMB_3_0;
+            case "3.0.2":
+                return SMB2Dialect.SMB_3_0_2;
+            case "3.1.1":
+                return SMB2Dialect.SMB_3_1_1;
+            default:
+                throw new IllegalArgumentException("interop.benchDialect is 3.0, 3.0.2 or 3.1.1, not " + DIALECT);
+        }
     }
 
     private static double median(List<double[]> runs, int i) {
