@@ -24,9 +24,14 @@ JVM_OPTS=(--enable-native-access=ALL-UNNAMED "-Djava.library.path=$NATIVE_DIR" -
           "-Dtck.timeoutFactor=${TCK_TIMEOUT_FACTOR:-5}")
 mapfile -t SELECTORS < <(grep -v '^[[:space:]]*\(#\|$\)' "$SELECTORS_FILE")
 
+# shellcheck source=../../../../tools/rdma-vm/watchdog.sh
+. "$(dirname "$0")/../../../../tools/rdma-vm/watchdog.sh"
+
 start=$(date +%s)
 echo "guest-suite: JUnit on $DEVICE ($IP)"
-"$JAVA" "${JVM_OPTS[@]}" -jar "$OUT/junit-platform-console-standalone.jar" execute \
+# a hang shows its threads before the guest's 15 minutes are up (JUNIT_WATCHDOG_SECONDS)
+run_watched "${JUNIT_WATCHDOG_SECONDS:-600}" "$OUT" \
+  "$JAVA" "${JVM_OPTS[@]}" -jar "$OUT/junit-platform-console-standalone.jar" execute \
   --class-path "$TEST_CLASSPATH" "${SELECTORS[@]}" --reports-dir "$OUT/reports" \
   --details=testfeed --disable-banner --disable-ansi-colors > "$OUT/junit.log" 2>&1
 junit_rc=$?

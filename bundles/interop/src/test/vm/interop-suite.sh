@@ -30,8 +30,12 @@ SELECT=${SELECT:---select-package=org.smbdirect.interop.guest}
 # classes left out on this transport (-Dinterop.benchTransports: the benchmark runs on one)
 EXCLUDE_OPTS=()
 if [ -n "${EXCLUDE:-}" ]; then EXCLUDE_OPTS=("$EXCLUDE"); fi
+# shellcheck source=../../../../../tools/rdma-vm/watchdog.sh
+. "$(dirname "$0")/../../../../../tools/rdma-vm/watchdog.sh"
 start=$(date +%s)
-"$JAVA" "${JVM_OPTS[@]}" -jar "$LAUNCHER" execute --class-path "$TEST_CLASSPATH" \
+# a hang shows its threads before the guest's 20 minutes are up (JUNIT_WATCHDOG_SECONDS)
+run_watched "${JUNIT_WATCHDOG_SECONDS:-1080}" "$OUT" \
+  "$JAVA" "${JVM_OPTS[@]}" -jar "$LAUNCHER" execute --class-path "$TEST_CLASSPATH" \
   "$SELECT" "${EXCLUDE_OPTS[@]}" --reports-dir "$OUT/reports" \
   --details=testfeed --disable-banner --disable-ansi-colors > "$OUT/junit.log" 2>&1
 rc=$?

@@ -124,17 +124,9 @@ class SmbjBenchmarkTest {
         Guest.record(table.toString().trim());
     }
 
+    /** 3.0, 3.0.2 or 3.1.1 as smbj names it (SMB_3_0_2). */
     private static SMB2Dialect dialect() {
-        switch (DIALECT) {
-            case "3.0":
-                return SMB2Dialect.SMB_3_0;
-            case "3.0.2":
-                return SMB2Dialect.SMB_3_0_2;
-            case "3.1.1":
-                return SMB2Dialect.SMB_3_1_1;
-            default:
-                throw new IllegalArgumentException("interop.benchDialect is 3.0, 3.0.2 or 3.1.1, not " + DIALECT);
-        }
+        return SMB2Dialect.valueOf("SMB_" + DIALECT.replace('.', '_'));
     }
 
     private static double median(List<double[]> runs, int i) {
