@@ -114,6 +114,12 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
     // ---- shared with other threads
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private volatile boolean cqNotified;
+    /**
+     * Whether the connection's steps run on the thread that takes its completion notifications
+     * (its handler said it never blocks, {@link ConnectionHandler#nonBlocking()}), rather than on
+     * its engine loop; cleared for good when a step held such a thread too long.
+     */
+    private volatile boolean inline;
     private volatile Runnable start;
     private final Runnable sendPath = this::sendPath;
 
@@ -140,6 +146,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         this.receiver = new Receiver(handle, handle, model, lifecycle, counters, registrations, timers, scheduler,
                 this::execute, this, config.strictReassembly());
         receiver.handler(handler);
+        inline = handler != null && handler.nonBlocking();
     }
 
     // ================================================================ creation
@@ -222,7 +229,11 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         int cqDepth = Math.min(sendDepth + receiveDepth, capabilities.maxCompletionQueueDepth());
         cq = provider.createCompletionQueue(cqDepth, q -> {
             cqNotified = true;
-            signal();
+            // Completions are processed on the thread that polls them when the handler never
+            // blocks: no hand-over to the engine loop, no wake-up.
+            if (!inline || !runInline()) {
+                signal();
+            }
         });
         results = new CompletionResult[RESULT_BATCH];
         for (int i = 0; i < results.length; i++) {
@@ -476,6 +487,13 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
     /** Processes every completion in the queue while the connection has not closed. */
     private void pollCompletions() {
         for (;;) {
+            if (!staysInline() && !EventLoopGroup.inEngineStep()) {
+                // moved to the engine's threads while this step held a provider's thread: the
+                // rest of the completions are the loop's
+                cqNotified = true;
+                signal();
+                return;
+            }
             int n = cq.getResultsEx(results);
             if (n == 0) {
                 return;
@@ -605,6 +623,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
             closeAsync();
         } else {
             receiver.handler(h);
+            inline = h.nonBlocking();
             delivered = true;
         }
     }
@@ -753,6 +772,33 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
             return;
         }
         terminate(TerminationReason.TRANSPORT_ERROR, what + ": " + e.getMessage());
+    }
+
+    /**
+     * A step of this connection held a thread outside the engine's loops too long: its handler,
+     * which said it never blocks, did. From now on the connection's steps run on its engine loop,
+     * where a waiting step moves the loop's other connections to another thread.
+     */
+    @Override
+    void heldInline(Thread thread, long heldNanos) {
+        if (inline) {
+            inline = false;
+            LOG.log(System.Logger.Level.WARNING, () -> handle + ": a step of this connection has held thread "
+                    + thread.getName() + " for " + heldNanos / 1_000_000 + " ms, though its handler "
+                    + receiver.handler() + " says it never blocks (ConnectionHandler.nonBlocking()); its "
+                    + "messages and completions now go through the engine's threads");
+        }
+    }
+
+    /** Whether the connection's steps run where its completions are taken. */
+    @Override
+    boolean staysInline() {
+        return inline;
+    }
+
+    /** Whether the connection's steps run where its completions are taken (tests). */
+    boolean runsInline() {
+        return inline;
     }
 
     /** A bug of ours: logged, counted, and the connection ends rather than the thread. */

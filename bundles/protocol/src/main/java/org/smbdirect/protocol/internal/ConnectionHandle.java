@@ -289,8 +289,8 @@ final class ConnectionHandle implements SmbDirectConnection {
     @Override
     public void close() {
         CompletableFuture<Void> f = closeAsync().toCompletableFuture();
-        if (EventLoopGroup.onEngineThread()) {
-            return; // cannot wait on our own thread; the close proceeds asynchronously
+        if (Actor.inStep()) {
+            return; // cannot wait on the thread that must do the work; the close proceeds asynchronously
         }
         try {
             f.get(closeWait.toMillis() * 2 + 1000, TimeUnit.MILLISECONDS);
@@ -309,7 +309,7 @@ final class ConnectionHandle implements SmbDirectConnection {
     // ---------------------------------------------------------------- blocking helpers
 
     static void refuseOnEngineThread(String call) {
-        if (EventLoopGroup.onEngineThread()) {
+        if (Actor.inStep()) {
             throw new IllegalStateException(call + " would block an SMB Direct engine thread (and deadlock); "
                     + "use the asynchronous form from handlers and completion callbacks");
         }

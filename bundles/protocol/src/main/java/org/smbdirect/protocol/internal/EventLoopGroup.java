@@ -56,7 +56,7 @@ final class EventLoopGroup {
         this.name = name;
         loops = new Loop[threads];
         for (int i = 0; i < threads; i++) {
-            loops[i] = new Loop(spinNanos);
+            loops[i] = new Loop(this, spinNanos);
         }
         for (Loop l : loops) {
             l.start(newThread(l));
@@ -144,6 +144,11 @@ final class EventLoopGroup {
                     handOver(l);
                 }
             }
+            if (late) {
+                InlineRuns.forgetSuspicions();
+            } else {
+                InlineRuns.check(this, now, STALL_NANOS, BUSY_NANOS);
+            }
         }
     }
 
@@ -158,11 +163,6 @@ final class EventLoopGroup {
 
     /** Marks the threads of engine loops, so that blocking calls on them can be refused. */
     private static final ThreadLocal<EngineThread> ENGINE_THREAD = new ThreadLocal<>();
-
-    /** Whether the calling thread is an engine loop's. */
-    static boolean onEngineThread() {
-        return ENGINE_THREAD.get() != null;
-    }
 
     /** Whether the calling thread is an engine loop's and in the middle of an actor's step. */
     static boolean inEngineStep() {
@@ -188,6 +188,7 @@ final class EventLoopGroup {
             }
         }
 
+        private final EventLoopGroup group;
         private final long spinNanos;
         private final Actor stub = new Actor(this) {
             @Override
@@ -207,8 +208,13 @@ final class EventLoopGroup {
         private long suspectSince;
         private long suspectStart;
 
-        Loop(long spinNanos) {
+        Loop(EventLoopGroup group, long spinNanos) {
+            this.group = group;
             this.spinNanos = spinNanos;
+        }
+
+        EventLoopGroup group() {
+            return group;
         }
 
         void start(Thread t) {

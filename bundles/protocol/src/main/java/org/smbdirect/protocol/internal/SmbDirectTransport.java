@@ -166,7 +166,7 @@ public final class SmbDirectTransport implements SmbDirect {
 
     /** Waits until the connections have ended, unless on an engine thread (which they need). */
     private void awaitEnded(List<Connection> ending, String why) {
-        if (ending.isEmpty() || EventLoopGroup.onEngineThread()) {
+        if (ending.isEmpty() || Actor.inStep()) {
             return;
         }
         List<CompletableFuture<Void>> ends = new ArrayList<>();
