@@ -48,6 +48,10 @@ public class AggregateBench {
     @Param({"1", "4", "16", "64"})
     int connections;
 
+    /** Where the handlers run: {@code inline} (non-blocking, on the completion thread) or {@code engine}. */
+    @Param({"inline", "engine"})
+    String handlers;
+
     private SimPair pair;
     private SmbDirectConnection[] senders;
     private final ByteBuffer payload = ByteBuffer.allocate(1024);
@@ -59,7 +63,7 @@ public class AggregateBench {
         pair = new SimPair();
         senders = new SmbDirectConnection[connections];
         for (int i = 0; i < connections; i++) {
-            senders[i] = pair.connect((x, m, t) -> { }, (x, m, t) -> received.incrementAndGet())[0];
+            senders[i] = pair.connect(handlers, (x, m, t) -> { }, (x, m, t) -> received.incrementAndGet())[0];
         }
     }
 

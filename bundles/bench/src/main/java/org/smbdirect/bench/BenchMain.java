@@ -41,26 +41,57 @@ public final class BenchMain {
         boolean longRun = List.of(args).contains("--long");
         BenchMain m = new BenchMain(longRun);
         long t0 = System.nanoTime();
-        m.run(RdmaBench.class, false);
-        m.run(RdmaOpsBench.class, false);
-        m.run(MessageBench.class, true);
-        m.run(FragmentedBench.class, false);
-        m.run(PingPongBench.class, false);
-        m.run(AggregateBench.class, false);
-        m.run(TcpBench.class, false);
+        // Every figure with non-blocking handlers (run where the completions are taken); the goal
+        // figures also with handlers on the engine's threads, the default.
+        m.run(RdmaBench.class, ".*", false, INLINE);
+        m.run(RdmaBench.class, "rdma.*", false, ENGINE, "size", "1048576");
+        m.run(RdmaOpsBench.class, ".*", false, INLINE);
+        m.run(RdmaOpsBench.class, "transport.*", false, ENGINE);
+        m.run(MessageBench.class, ".*", true, INLINE);
+        m.run(MessageBench.class, "smbDirect", true, ENGINE, "size", "1024");
+        m.run(FragmentedBench.class, ".*", false, INLINE);
+        m.run(FragmentedBench.class, ".*", false, ENGINE, "size", "1048576");
+        m.run(PingPongBench.class, ".*", false, INLINE);
+        m.run(PingPongBench.class, "smbDirect", false, ENGINE);
+        m.run(AggregateBench.class, ".*", false, INLINE);
+        m.run(AggregateBench.class, ".*", false, ENGINE);
+        m.run(TcpBench.class, ".*", false);
         String idle = m.idleConnections();
         m.table(idle, (System.nanoTime() - t0) / 1_000_000_000L);
     }
 
-    private void run(Class<?> benchmark, boolean gc) throws Exception {
-        ChainedOptionsBuilder o = new OptionsBuilder().include(benchmark.getName() + "\\.")
+    private static final String[] INLINE = {"handlers", "inline"};
+    private static final String[] ENGINE = {"handlers", "engine"};
+
+    /**
+     * Runs the methods of {@code benchmark} matching {@code methods}, with parameters fixed as given
+     * ({@code name, value} pairs: {@code handlers} first, then optionally one more).
+     */
+    private void run(Class<?> benchmark, String methods, boolean gc, String[] handlers, String... more)
+            throws Exception {
+        ChainedOptionsBuilder o = options(benchmark, methods, gc).param(handlers[0], handlers[1]);
+        if (more.length == 2) {
+            o = o.param(more[0], more[1]);
+        }
+        collect(benchmark, new Runner(o.build()).run());
+    }
+
+    private void run(Class<?> benchmark, String methods, boolean gc) throws Exception {
+        collect(benchmark, new Runner(options(benchmark, methods, gc).build()).run());
+    }
+
+    private ChainedOptionsBuilder options(Class<?> benchmark, String methods, boolean gc) {
+        ChainedOptionsBuilder o = new OptionsBuilder().include(benchmark.getName() + "\\." + methods + "$")
                 .forks(longRun ? 2 : 1).warmupIterations(longRun ? 5 : 3).warmupTime(TimeValue.seconds(1))
                 .measurementIterations(longRun ? 10 : 5).measurementTime(TimeValue.seconds(1))
                 .jvmArgsAppend("-Xmx2g", "-XX:MaxDirectMemorySize=2g").shouldFailOnError(true);
         if (gc) {
             o.addProfiler(GCProfiler.class);
         }
-        Collection<RunResult> results = new Runner(o.build()).run();
+        return o;
+    }
+
+    private void collect(Class<?> benchmark, Collection<RunResult> results) {
         for (RunResult r : results) {
             String method = r.getParams().getBenchmark().replaceFirst(".*\\.", "");
             String key = benchmark.getSimpleName() + "." + method + paramSuffix(r);
@@ -151,50 +182,67 @@ public final class BenchMain {
 
     private void table(String idle, long seconds) {
         double mb = 1.0 / (1 << 20);
+        String nb = " (non-blocking handlers)";
+        String eng = " (handlers on engine threads)";
         for (String op : new String[] {"rdmaRead", "rdmaWrite"}) {
+            String what = "a) RDMA " + (op.equals("rdmaRead") ? "Read " : "Write ");
             for (int size : new int[] {4096, 65536, 1048576, 8388608}) {
                 String goal = size >= 1048576 ? ">= 0.90" : "";
-                row("a) RDMA " + (op.equals("rdmaRead") ? "Read " : "Write ") + human(size), "RdmaBench." + op + ":" + size,
-                        size * mb, "RdmaBench.copy:" + size, size * mb, "MiB/s", goal, false);
+                row(what + human(size) + nb, "RdmaBench." + op + ":inline:" + size, size * mb,
+                        "RdmaBench.copy:inline:" + size, size * mb, "MiB/s", goal, false);
             }
+            row(what + "1 MiB" + eng, "RdmaBench." + op + ":engine:1048576", mb * (1 << 20),
+                    "RdmaBench.copy:inline:1048576", mb * (1 << 20), "MiB/s", "", false);
         }
         for (String op : new String[] {"Read", "Write"}) {
             for (int size : new int[] {4096, 65536}) {
-                row("a) RDMA " + op + " " + human(size) + ": operations through the transport vs on the provider API",
-                        "RdmaOpsBench.transport" + op + ":" + size, 1, "RdmaOpsBench.provider" + op + ":" + size, 1,
-                        "op/s", ">= 0.80", false);
+                String what = "a) RDMA " + op + " " + human(size) + ": operations through the transport vs on the "
+                        + "provider API";
+                row(what + nb, "RdmaOpsBench.transport" + op + ":inline:" + size, 1,
+                        "RdmaOpsBench.provider" + op + ":inline:" + size, 1, "op/s", ">= 0.80", false);
+                row(what + eng, "RdmaOpsBench.transport" + op + ":engine:" + size, 1,
+                        "RdmaOpsBench.provider" + op + ":inline:" + size, 1, "op/s", "", false);
             }
         }
         for (int size : new int[] {64, 1024, 1340}) {
-            row("b) one-way messages " + size + " B", "MessageBench.smbDirect:" + size, 1, "MessageBench.queue:" + size, 1,
-                    "msg/s", size == 1024 ? ">= 0.50" : "", false);
+            row("b) one-way messages " + size + " B" + nb, "MessageBench.smbDirect:inline:" + size, 1,
+                    "MessageBench.queue:inline:" + size, 1, "msg/s", size == 1024 ? ">= 0.50" : "", false);
         }
+        row("b) one-way messages 1024 B" + eng, "MessageBench.smbDirect:engine:1024", 1, "MessageBench.queue:inline:1024",
+                1, "msg/s", "", false);
         for (int size : new int[] {65536, 1048576}) {
             // 3.1.5.4: MaxSendSize 1364 (the Windows default) leaves 1340 bytes of data per fragment
             int fragments = (size + 1339) / 1340;
-            row("c) fragmented " + human(size) + ": fragments/s vs 1 KiB messages/s", "FragmentedBench.smbDirect:"
-                    + size, fragments, "MessageBench.smbDirect:1024", 1, "frag/s", size == 1048576 ? ">= 0.90" : "",
+            row("c) fragmented " + human(size) + ": fragments/s vs 1 KiB messages/s" + nb, "FragmentedBench.smbDirect:inline:"
+                    + size, fragments, "MessageBench.smbDirect:inline:1024", 1, "frag/s", size == 1048576 ? ">= 0.90" : "",
                     false);
         }
-        row("d) ping-pong 64 B (lower is better)", "PingPongBench.smbDirect", 1, "PingPongBench.threads", 1, "us",
-                "<= 2.00", true);
-        double best = 0;
-        for (int c : new int[] {1, 4, 16, 64}) {
-            best = Math.max(best, median("AggregateBench.smbDirect:" + c));
-        }
-        for (int c : new int[] {1, 4, 16, 64}) {
-            String key = "AggregateBench.smbDirect:" + c;
-            rows.add(new String[] {"e) aggregate 1 KiB, " + c + " connection" + (c > 1 ? "s" : ""),
-                num(median(key)) + " msg/s" + spread(key, 1), num(best) + " msg/s (best)",
-                String.format(Locale.ROOT, "%.2f", median(key) / best), c == 64 ? ">= 0.80" : ""});
+        row("c) fragmented 1 MiB: fragments/s vs 1 KiB messages/s" + eng, "FragmentedBench.smbDirect:engine:1048576",
+                (1048576 + 1339) / 1340, "MessageBench.smbDirect:engine:1024", 1, "frag/s", "", false);
+        row("d) ping-pong 64 B (lower is better)" + nb, "PingPongBench.smbDirect:inline", 1, "PingPongBench.threads:inline",
+                1, "us", "<= 2.00", true);
+        row("d) ping-pong 64 B (lower is better)" + eng, "PingPongBench.smbDirect:engine", 1,
+                "PingPongBench.threads:inline", 1, "us", "", true);
+        for (String mode : new String[] {"inline", "engine"}) {
+            double best = 0;
+            for (int c : new int[] {1, 4, 16, 64}) {
+                best = Math.max(best, median("AggregateBench.smbDirect:" + c + ":" + mode));
+            }
+            for (int c : new int[] {1, 4, 16, 64}) {
+                String key = "AggregateBench.smbDirect:" + c + ":" + mode;
+                rows.add(new String[] {"e) aggregate 1 KiB, " + c + " connection" + (c > 1 ? "s" : "")
+                    + (mode.equals("inline") ? nb : eng), num(median(key)) + " msg/s" + spread(key, 1),
+                    num(best) + " msg/s (best)", String.format(Locale.ROOT, "%.2f", median(key) / best),
+                    c == 64 && mode.equals("inline") ? ">= 0.80" : ""});
+            }
         }
         rows.addAll(idleRows);
-        row("g) 1 KiB messages vs TCP loopback", "MessageBench.smbDirect:1024", 1, "TcpBench.tcp:1024",
+        row("g) 1 KiB messages vs TCP loopback", "MessageBench.smbDirect:inline:1024", 1, "TcpBench.tcp:1024",
                 TcpBench.BATCH, "msg/s", "> 1", false);
-        row("g) 1 MiB by RDMA Read vs TCP loopback", "RdmaBench.rdmaRead:1048576", 1.0, "TcpBench.tcp:1048576", 1.0,
-                "MiB/s", "> 1", false);
-        row("g) 1 MiB by RDMA Write vs TCP loopback", "RdmaBench.rdmaWrite:1048576", 1.0, "TcpBench.tcp:1048576", 1.0,
-                "MiB/s", "> 1", false);
+        row("g) 1 MiB by RDMA Read vs TCP loopback", "RdmaBench.rdmaRead:inline:1048576", 1.0, "TcpBench.tcp:1048576",
+                1.0, "MiB/s", "> 1", false);
+        row("g) 1 MiB by RDMA Write vs TCP loopback", "RdmaBench.rdmaWrite:inline:1048576", 1.0, "TcpBench.tcp:1048576",
+                1.0, "MiB/s", "> 1", false);
 
         StringBuilder t = new StringBuilder();
         t.append(String.format(Locale.ROOT, "Run of %s on %s, %d processors, Java %s (%s), %d s%s%n%n", LocalDate.now(),

@@ -33,6 +33,10 @@ public class FragmentedBench {
     @Param({"65536", "1048576"})
     int size;
 
+    /** Where the handlers run: {@code inline} (non-blocking, on the completion thread) or {@code engine}. */
+    @Param({"inline", "engine"})
+    String handlers;
+
     private SimPair pair;
     private SmbDirectConnection sender;
     private ByteBuffer payload;
@@ -46,7 +50,7 @@ public class FragmentedBench {
         pair = new SimPair();
         sink = new byte[size];
         copySource = new byte[size];
-        SmbDirectConnection[] c = pair.connect((x, m, t) -> { }, (x, m, t) -> {
+        SmbDirectConnection[] c = pair.connect(handlers, (x, m, t) -> { }, (x, m, t) -> {
             m.get(sink, 0, m.remaining());
             received.incrementAndGet();
         });

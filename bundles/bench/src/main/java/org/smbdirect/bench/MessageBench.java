@@ -35,6 +35,10 @@ public class MessageBench {
     @Param({"64", "1024", "1340"})
     int size;
 
+    /** Where the handlers run: {@code inline} (non-blocking, on the completion thread) or {@code engine}. */
+    @Param({"inline", "engine"})
+    String handlers;
+
     private SimPair pair;
     private SmbDirectConnection sender;
     private ByteBuffer payload;
@@ -64,7 +68,7 @@ public class MessageBench {
     @Setup(Level.Trial)
     public void setUp() throws Exception {
         pair = new SimPair();
-        SmbDirectConnection[] c = pair.connect((x, m, t) -> { }, (x, m, t) -> {
+        SmbDirectConnection[] c = pair.connect(handlers, (x, m, t) -> { }, (x, m, t) -> {
             m.get(sink, 0, m.remaining());
             received.incrementAndGet();
         });

@@ -10,6 +10,7 @@ import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -38,6 +39,10 @@ public class PingPongBench {
     };
 
     private SimPair pair;
+
+    /** Where the handlers run: {@code inline} (non-blocking, on the completion thread) or {@code engine}. */
+    @Param({"inline", "engine"})
+    String handlers;
     private SmbDirectConnection client;
     private final ByteBuffer ping = ByteBuffer.allocate(SIZE);
     private final ByteBuffer pong = ByteBuffer.allocate(SIZE);
@@ -55,7 +60,7 @@ public class PingPongBench {
     @Setup(Level.Trial)
     public void setUp() throws Exception {
         pair = new SimPair();
-        SmbDirectConnection[] c = pair.connect((x, m, t) -> {
+        SmbDirectConnection[] c = pair.connect(handlers, (x, m, t) -> {
             replies++;
             LockSupport.unpark(waiter);
         }, (x, m, t) -> x.send(pong, null, IGNORE));

@@ -7,6 +7,7 @@ import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -30,13 +31,17 @@ public class RdmaBench {
     @Param({"4096", "65536", "1048576", "8388608"})
     int size;
 
+    /** Where the handlers run: {@code inline} (non-blocking, on the completion thread) or {@code engine}. */
+    @Param({"inline", "engine"})
+    String handlers;
+
     private RdmaLink link;
     private ByteBuffer copySource;
     private ByteBuffer copyTarget;
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        link = new RdmaLink(size, DEPTH);
+        link = new RdmaLink(size, DEPTH, handlers);
         copySource = ByteBuffer.allocateDirect(size);
         copyTarget = ByteBuffer.allocateDirect(size);
     }
@@ -48,17 +53,19 @@ public class RdmaBench {
 
     /** Every operation of an iteration is complete before the next iteration (or the trial) starts. */
     @TearDown(Level.Iteration)
-    public void drain() throws InterruptedException {
+    public void drain() {
         link.drain();
     }
 
     @Benchmark
-    public void rdmaRead() throws InterruptedException {
+    @OperationsPerInvocation(DEPTH / 2)
+    public void rdmaRead() {
         link.read();
     }
 
     @Benchmark
-    public void rdmaWrite() throws InterruptedException {
+    @OperationsPerInvocation(DEPTH / 2)
+    public void rdmaWrite() {
         link.write();
     }
 

@@ -3,13 +3,13 @@ package org.smbdirect.bench;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -46,13 +46,17 @@ public class RdmaOpsBench {
     @Param({"4096", "65536"})
     int size;
 
+    /** Where the handlers run: {@code inline} (non-blocking, on the completion thread) or {@code engine}. */
+    @Param({"inline", "engine"})
+    String handlers;
+
     private RdmaLink link;
     // the baseline: two raw endpoints on the same providers, sharing the link's window
     private RawEndpoints raw;
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        link = new RdmaLink(size, DEPTH);
+        link = new RdmaLink(size, DEPTH, handlers);
         raw = new RawEndpoints(link.pair.clientProvider, link.pair.serverProvider, size, link.window);
     }
 
@@ -64,30 +68,38 @@ public class RdmaOpsBench {
 
     /** Every operation of an iteration is complete before the next iteration (or the trial) starts. */
     @TearDown(Level.Iteration)
-    public void drain() throws InterruptedException {
+    public void drain() {
         link.drain();
     }
 
     @Benchmark
-    public void transportRead() throws InterruptedException {
+    @OperationsPerInvocation(DEPTH / 2)
+    public void transportRead() {
         link.read();
     }
 
     @Benchmark
-    public void transportWrite() throws InterruptedException {
+    @OperationsPerInvocation(DEPTH / 2)
+    public void transportWrite() {
         link.write();
     }
 
     @Benchmark
+    @OperationsPerInvocation(DEPTH / 2)
     public void providerRead() throws Exception {
-        link.window.acquire();
-        raw.post(true);
+        link.window.awaitBatch();
+        for (int i = 0; i < link.window.batch; i++) {
+            raw.post(true);
+        }
     }
 
     @Benchmark
+    @OperationsPerInvocation(DEPTH / 2)
     public void providerWrite() throws Exception {
-        link.window.acquire();
-        raw.post(false);
+        link.window.awaitBatch();
+        for (int i = 0; i < link.window.batch; i++) {
+            raw.post(false);
+        }
     }
 
     /**
@@ -105,10 +117,10 @@ public class RdmaOpsBench {
         private final Sge[] sgl;
         private MemoryRegion remoteRegion;
         private final CompletionResult[] results = new CompletionResult[32];
-        private final Semaphore window;
+        private final Window window;
         private final Object context = new Object();
 
-        RawEndpoints(RdmaProvider clientProvider, RdmaProvider serverProvider, int size, Semaphore window)
+        RawEndpoints(RdmaProvider clientProvider, RdmaProvider serverProvider, int size, Window window)
                 throws Exception {
             this.window = window;
             for (int i = 0; i < results.length; i++) {
@@ -179,7 +191,7 @@ public class RdmaOpsBench {
         private void drain() {
             int n;
             while ((n = clientCq.getResults(results)) > 0) {
-                window.release(n);
+                window.completed(n);
             }
             clientCq.arm(ArmType.ANY);
         }

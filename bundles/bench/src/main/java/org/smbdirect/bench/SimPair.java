@@ -47,12 +47,29 @@ final class SimPair implements AutoCloseable {
         server = t.create(List.of(serverProvider), config);
         listener = server.listen(new InetSocketAddress(serverProvider.addresses().get(0), 0), c -> {
             accepted.add(c);
-            return (conn, m, tok) -> serverHandler.onMessage(conn, m, tok);
+            return serverHandler; // set by connect before it connects
         });
     }
 
     SimPair() throws Exception {
         this(SmbDirectConfig.defaults(), Map.of());
+    }
+
+    /**
+     * Connects with handlers in the given mode: {@code "inline"} declares both non-blocking
+     * ({@link ConnectionHandler#nonBlocking(ConnectionHandler)}: called on the thread that takes the
+     * completions), {@code "engine"} leaves them on the engine's threads (the default).
+     */
+    SmbDirectConnection[] connect(String handlers, ConnectionHandler clientSide, ConnectionHandler serverSide)
+            throws Exception {
+        switch (handlers) {
+            case "inline":
+                return connect(ConnectionHandler.nonBlocking(clientSide), ConnectionHandler.nonBlocking(serverSide));
+            case "engine":
+                return connect(clientSide, serverSide);
+            default:
+                throw new IllegalArgumentException("handlers: inline or engine, not " + handlers);
+        }
     }
 
     /** Connects; {@code server} receives what the client sends, {@code clientSide} what the server sends. */
