@@ -320,6 +320,18 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
     }
 
+    /**
+     * Non-blocking: a response is copied, checked and handed to smbj, which completes the waiting
+     * request's promise; the RDMA channel's registration is deregistered (a system call, no
+     * waiting). So responses are taken on the thread that takes the completions, without a
+     * hand-over to an engine thread. (smbj hands server notifications such as oplock breaks to its
+     * event bus's listeners on this thread too: they must not block either.)
+     */
+    @Override
+    public boolean nonBlocking() {
+        return true;
+    }
+
     @Override
     public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
         byte[] received = new byte[message.remaining()];
