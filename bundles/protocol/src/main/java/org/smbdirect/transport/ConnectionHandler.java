@@ -53,7 +53,9 @@ public interface ConnectionHandler {
      * the thread that takes its completions, a provider's thread shared with other connections,
      * and so do the completions of its sends and RDMA operations, with whatever the upper layer
      * chained to them: those must not block either. A handler that blocks all the same is noticed
-     * within about 100 ms; its connection goes back to the engine's threads, with a warning.
+     * within about 100 ms; its connection goes back to the engine's threads, with a warning. Until
+     * it returns, though, it holds the provider's thread, and with it the completions of the
+     * provider's other connections.
      *
      * <p>Asked once, when the connection is established (for an accepted connection, once the
      * {@link AcceptHandler} returned the handler).
