@@ -25,6 +25,8 @@ abstract class Actor {
     final Scheduler scheduler;
     /** Link of the scheduler's ready queue; guarded by the scheduler. */
     Actor nextReady;
+    /** Link of a fabric thread's run-next list; touched by that thread only. */
+    Actor nextLocal;
     @SuppressWarnings("unused") // accessed through STATE
     private volatile int state;
 
@@ -32,13 +34,18 @@ abstract class Actor {
         this.scheduler = scheduler;
     }
 
-    /** Makes {@link #act()} run (again) soon on a fabric thread; never runs it on the caller's thread. */
+    /**
+     * Makes {@link #act()} run (again) soon on a fabric thread; never runs it inside the caller's
+     * call (from a fabric thread, it runs after the actor that thread is running).
+     */
     final void kick() {
         for (;;) {
             int s = (int) STATE.getVolatile(this);
             if (s == IDLE) {
                 if (STATE.compareAndSet(this, IDLE, SCHEDULED)) {
-                    scheduler.submit(this);
+                    if (!Scheduler.runNext(this)) {
+                        scheduler.submit(this);
+                    }
                     return;
                 }
             } else if (s == SCHEDULED) {
@@ -61,7 +68,9 @@ abstract class Actor {
         }
         if (!STATE.compareAndSet(this, SCHEDULED, IDLE)) {
             STATE.setVolatile(this, SCHEDULED);
-            scheduler.submit(this);
+            if (!Scheduler.runNext(this)) {
+                scheduler.submit(this);
+            }
         }
     }
 

@@ -7,10 +7,21 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * The fabric threads of one provider: a small fixed pool running {@link Actor}s. The ready queue is
  * intrusive (actors link themselves), so scheduling allocates nothing.
+ *
+ * <p>Work first: an actor kicked by a fabric thread while that thread runs an actor (a connection
+ * completing a request kicks the completion queue that reports it; a notification handler posts
+ * and kicks a connection) runs next on the same thread, after the current one, instead of waking
+ * another thread: as a NIC's interrupt runs its completion handling on the processor that took
+ * it. Such a run also serves actors of other providers (one fabric thread carries a message from
+ * one provider's endpoint to another's completion queue); their scheduler counts it as running,
+ * and one that has stopped drops it. After {@link #LOCAL_RUNS} such runs in a row the thread hands
+ * what is left to the actors' schedulers, so that no chain of kicks keeps one thread to itself.
  */
 final class Scheduler {
     /** Every fabric thread's name starts with this, so that tests can find leaked threads. */
     static final String THREAD_PREFIX = "smbdirect-sim-";
+    /** Actors a fabric thread runs next, in a row, before it hands the rest to their schedulers. */
+    static final int LOCAL_RUNS = 64;
 
     private final Worker[] workers;
     private final Worker[] idle;
@@ -18,8 +29,15 @@ final class Scheduler {
     private Actor head;
     private Actor tail;
     private int running;
+    /** Actors in the ready queue. */
+    private int queued;
+    /**
+     * This scheduler's own threads running an actor (they look at the ready queue next); {@link
+     * #running} also counts other schedulers' threads running one of this scheduler's actors.
+     */
+    private int workersRunning;
     private int waiters;
-    private boolean stopped;
+    private volatile boolean stopped;
     /** Marks fabric threads (a thread-local, not a Thread subclass: see {@link Worker}). */
     private static final ThreadLocal<Worker> CURRENT = new ThreadLocal<>();
 
@@ -35,6 +53,17 @@ final class Scheduler {
     }
 
     void submit(Actor a) {
+        submit(a, true);
+    }
+
+    /**
+     * Queues an actor.
+     *
+     * @param a the actor
+     * @param mayWake whether an idle thread may be woken for it; {@code false} from one of this
+     *        scheduler's threads that takes it next itself
+     */
+    private void submit(Actor a, boolean mayWake) {
         Worker wake = null;
         synchronized (this) {
             if (stopped) {
@@ -48,7 +77,12 @@ final class Scheduler {
                 tail.nextReady = a;
             }
             tail = a;
-            if (idleCount > 0) {
+            queued++;
+            // A running thread takes the next actor when it is done with its own; another is woken
+            // only when more are waiting than the running threads will take (a wake-up costs the
+            // caller a system call, and the woken thread little work). A thread calling the
+            // consumer, which might keep it, does not count (beforeConsumerCall).
+            if (mayWake && idleCount > 0 && queued > workersRunning) {
                 wake = idle[--idleCount];
                 wake.listedIdle = false;
             }
@@ -56,6 +90,89 @@ final class Scheduler {
         if (wake != null) {
             LockSupport.unpark(wake.thread);
         }
+    }
+
+    /**
+     * Work first: when the calling thread is a fabric thread running an actor, {@code a} (already
+     * marked scheduled) runs next on it.
+     *
+     * @param a the actor kicked
+     * @return {@code false} when the caller is no fabric thread in a run: submit as usual
+     */
+    static boolean runNext(Actor a) {
+        Worker w = CURRENT.get();
+        if (w == null || !w.inRun) {
+            return false;
+        }
+        a.nextLocal = null;
+        if (w.localTail == null) {
+            w.localHead = a;
+        } else {
+            w.localTail.nextLocal = a;
+        }
+        w.localTail = a;
+        return true;
+    }
+
+    /**
+     * Before another scheduler's worker runs one of this scheduler's actors: it counts as running.
+     *
+     * @return {@code false} when this scheduler has stopped (the actor is dropped instead)
+     */
+    private synchronized boolean enterForeign() {
+        if (stopped) {
+            return false;
+        }
+        running++;
+        return true;
+    }
+
+    private synchronized void exitForeign() {
+        running--;
+        if (waiters > 0) {
+            notifyAll();
+        }
+    }
+
+    /**
+     * Before a fabric thread calls the consumer (a notification handler, a connection event): the
+     * consumer might keep it, so for as long as the call lasts the thread no longer counts as one
+     * that takes queued actors next. What is queued now, or while the call lasts, wakes an idle
+     * thread. Pair with {@link #afterConsumerCall()}.
+     */
+    static void beforeConsumerCall() {
+        Worker w = CURRENT.get();
+        if (w != null && w.inRun) {
+            w.inConsumerCall = true;
+            w.scheduler().consumerCallBegins();
+        }
+    }
+
+    /** The consumer returned (see {@link #beforeConsumerCall()}). */
+    static void afterConsumerCall() {
+        Worker w = CURRENT.get();
+        if (w != null && w.inConsumerCall) {
+            w.inConsumerCall = false;
+            w.scheduler().consumerCallEnds();
+        }
+    }
+
+    private void consumerCallBegins() {
+        Worker wake = null;
+        synchronized (this) {
+            workersRunning--;
+            if (queued > workersRunning && idleCount > 0) {
+                wake = idle[--idleCount];
+                wake.listedIdle = false;
+            }
+        }
+        if (wake != null) {
+            LockSupport.unpark(wake.thread);
+        }
+    }
+
+    private synchronized void consumerCallEnds() {
+        workersRunning++;
     }
 
     /** Tells whether the calling thread is a fabric thread of any provider. */
@@ -116,6 +233,7 @@ final class Scheduler {
                 a = n;
             }
             head = tail = null;
+            queued = 0;
         }
         for (Worker w : workers) {
             LockSupport.unpark(w.thread);
@@ -149,6 +267,13 @@ final class Scheduler {
         final Thread thread;
         /** Guarded by the scheduler. */
         boolean listedIdle;
+        /** Whether the thread is running an actor (kicks it makes then run next, here). Own thread only. */
+        boolean inRun;
+        /** Whether the thread is in a call of the consumer's. Own thread only. */
+        boolean inConsumerCall;
+        /** Actors to run next on this thread, linked through {@link Actor#nextLocal}. Own thread only. */
+        Actor localHead;
+        Actor localTail;
 
         Worker(String name) {
             thread = new Thread(new FutureTask<>(this, null), name);
@@ -163,12 +288,14 @@ final class Scheduler {
                 synchronized (Scheduler.this) {
                     a = head;
                     if (a != null) {
+                        queued--;
                         head = a.nextReady;
                         if (head == null) {
                             tail = null;
                         }
                         a.nextReady = null;
                         running++;
+                        workersRunning++;
                     } else {
                         if (stopped) {
                             return;
@@ -184,14 +311,58 @@ final class Scheduler {
                     continue;
                 }
                 try {
+                    inRun = true;
                     a.runOnce();
+                    runLocal();
                 } finally {
+                    inRun = false;
                     synchronized (Scheduler.this) {
                         running--;
+                        workersRunning--;
                         if (waiters > 0) {
                             Scheduler.this.notifyAll();
                         }
                     }
+                }
+            }
+        }
+
+        Scheduler scheduler() {
+            return Scheduler.this;
+        }
+
+        /** Runs the actors kicked meanwhile, in order; past {@link #LOCAL_RUNS}, hands them back. */
+        private void runLocal() {
+            int runs = 0;
+            while (localHead != null) {
+                Actor b = localHead;
+                localHead = b.nextLocal;
+                if (localHead == null) {
+                    localTail = null;
+                }
+                b.nextLocal = null;
+                if (++runs > LOCAL_RUNS) {
+                    // Fairness: the rest waits behind what is queued. This thread takes its own
+                    // scheduler's actors back from the queue itself; another's need its threads.
+                    inRun = false; // what these kick now goes to the schedulers too
+                    b.scheduler.submit(b, b.scheduler != Scheduler.this);
+                    continue;
+                }
+                Scheduler home = b.scheduler;
+                if (home == Scheduler.this) {
+                    if (home.stopped) {
+                        b.dropped();
+                    } else {
+                        b.runOnce();
+                    }
+                } else if (home.enterForeign()) {
+                    try {
+                        b.runOnce();
+                    } finally {
+                        home.exitForeign();
+                    }
+                } else {
+                    b.dropped();
                 }
             }
         }

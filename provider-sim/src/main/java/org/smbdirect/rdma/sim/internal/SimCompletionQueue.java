@@ -174,10 +174,13 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
                 callbacksDue--;
                 pushCountAtLastCallback = pushCount;
             }
+            Scheduler.beforeConsumerCall();
             try {
                 handler.onCompletionNotification(this);
             } catch (Throwable t) {
                 SimLog.error("completion notification handler failed", t);
+            } finally {
+                Scheduler.afterConsumerCall();
             }
         }
     }

@@ -31,6 +31,12 @@ final class SimConnection extends Actor {
     /** The receiver-not-ready timer: rdma_cm's default min_rnr_timer (code 12, 0.64 ms). */
     static final long RNR_TIMER_NANOS = 640_000;
     private static final int BATCH = 128;
+    /**
+     * Bytes one step moves at most before it yields: the completions of what moved are delivered
+     * (and new work is posted meanwhile) before more data moves, as a NIC completes each request
+     * when it is done rather than after a batch.
+     */
+    static final int BYTE_BUDGET = 256 * 1024;
     private static final OperationType[] TYPE_OF_OP = {null, OperationType.SEND, OperationType.SEND,
         OperationType.WRITE, OperationType.READ, OperationType.INVALIDATE};
     private static final RdmaStatus[] STATUSES = RdmaStatus.values();
@@ -68,6 +74,8 @@ final class SimConnection extends Actor {
     private RdmaStatus errPeerStatus;
     private String errReason;
     private long errSlot;
+    /** Bytes moved in this step. */
+    private long moved;
     private boolean resetByFault;
     private String resetReason;
 
@@ -293,10 +301,12 @@ final class SimConnection extends Actor {
     private void pump() {
         SimEndpoint a = active;
         SimEndpoint b = passive;
-        long now = System.nanoTime();
+        // The clock is read only where the latency model or a timer needs it (0: not read).
+        long now = host.live().latencyEnabled ? System.nanoTime() : 0;
         int budget = BATCH;
+        moved = 0;
         boolean progress = true;
-        while (progress && budget > 0) {
+        while (progress && budget > 0 && moved < BYTE_BUDGET) {
             int n = start(a, b, now, budget);
             budget -= n;
             if (errSide != null || resetByFault) {
@@ -317,7 +327,7 @@ final class SimConnection extends Actor {
             }
             progress = n > 0 || m > 0 || f1 || f2;
         }
-        if (budget <= 0) {
+        if (budget <= 0 || moved >= BYTE_BUDGET) {
             kick(); // yield the thread; more work may be waiting
         }
     }
@@ -334,6 +344,9 @@ final class SimConnection extends Actor {
             tail = q.tail;
         }
         SimSettings live = host.live();
+        if (now == 0 && live.latencyEnabled) {
+            now = System.nanoTime(); // the latency model was switched on since the pump began
+        }
         while (q.sent < tail) {
             int s = q.slot(q.sent);
             byte op = q.op[s];
@@ -353,7 +366,7 @@ final class SimConnection extends Actor {
             q.sent++;
         }
         int n = 0;
-        while (q.next < q.sent && n < budget) {
+        while (q.next < q.sent && n < budget && moved < BYTE_BUDGET) {
             int s = q.slot(q.next);
             byte op = q.op[s];
             long arrival = q.due[s];
@@ -373,7 +386,7 @@ final class SimConnection extends Actor {
                     if (!startSend(x, y, q, s, (fault & FaultInjector.RECEIVER_NOT_READY) != 0)) {
                         // RNR NAK with retries left: the request stays first in line and is
                         // transmitted again when the receiver-not-ready timer expires.
-                        host.timer.schedule(wake, now + RNR_TIMER_NANOS);
+                        host.timer.schedule(wake, clock(now) + RNR_TIMER_NANOS);
                         return n;
                     }
                     break;
@@ -400,7 +413,7 @@ final class SimConnection extends Actor {
                     }
                 }
                 if ((fault & FaultInjector.DELAY) != 0) {
-                    due = (due == 0 ? now : due) + live.delayMillis * 1_000_000L;
+                    due = (due == 0 ? clock(now) : due) + live.delayMillis * 1_000_000L;
                 }
                 q.due[s] = due;
             }
@@ -411,6 +424,11 @@ final class SimConnection extends Actor {
             }
         }
         return n;
+    }
+
+    /** The time {@code now}, or the clock's when {@code now} was not read (0). */
+    private static long clock(long now) {
+        return now != 0 ? now : System.nanoTime();
     }
 
     private static long serialization(int bytes, SimSettings live) {
@@ -490,6 +508,7 @@ final class SimConnection extends Actor {
         Copy.scatter(q.sgeRegion, q.sgeOffset, q.sgeLength, base, q.sgeCount[s],
                 (q.flags[s] & RequestFlags.INLINE) != 0 ? q.inline[s] : null, len,
                 r.sgeRegion, r.sgeOffset, r.sgeLength, rs * r.maxSge, r.sgeCount[rs]);
+        moved += len;
         int token = 0;
         if (inv) {
             token = q.remoteToken[s];
@@ -532,6 +551,7 @@ final class SimConnection extends Actor {
                 Copy.gatherInto(q.sgeRegion, q.sgeOffset, q.sgeLength, s * q.maxSge, q.sgeCount[s],
                         (q.flags[s] & RequestFlags.INLINE) != 0 ? q.inline[s] : null, len, t.mem,
                         (int) (offset - t.remoteOffset));
+                moved += len;
             }
         }
         if (capture != null) {
@@ -678,8 +698,11 @@ final class SimConnection extends Actor {
             int s = q.slot(q.head);
             RdmaStatus st;
             if (q.state[s] == SendQueue.STARTED) {
+                if (!force && q.op[s] == SendQueue.OP_READ && moved >= BYTE_BUDGET) {
+                    break; // the response's data moves in the next step
+                }
                 long due = q.due[s];
-                if (!force && due != 0 && due - now > 0) {
+                if (!force && due != 0 && due - clock(now) > 0) {
                     host.timer.schedule(wake, due);
                     break;
                 }
@@ -729,6 +752,7 @@ final class SimConnection extends Actor {
             placed = t.state != SimRegion.DEREGISTERED && localValid(q, s);
             if (placed) {
                 Copy.scatterFrom(t.mem, at, len, q.sgeRegion, q.sgeOffset, q.sgeLength, s * q.maxSge, q.sgeCount[s]);
+                moved += len;
             }
             unpin(t);
         }
@@ -866,26 +890,35 @@ final class SimConnection extends Actor {
 
     private static void established(SimEndpoint e) {
         ConnectionListener l = e.listener;
+        Scheduler.beforeConsumerCall();
         try {
             l.onEstablished(e);
         } catch (Throwable t) {
             SimLog.error("connection listener failed in onEstablished", t);
+        } finally {
+            Scheduler.afterConsumerCall();
         }
     }
 
     private static void disconnected(SimEndpoint e) {
+        Scheduler.beforeConsumerCall();
         try {
             e.listener.onDisconnected(e);
         } catch (Throwable t) {
             SimLog.error("connection listener failed in onDisconnected", t);
+        } finally {
+            Scheduler.afterConsumerCall();
         }
     }
 
     private static void error(SimEndpoint e, RdmaStatus status, String reason) {
+        Scheduler.beforeConsumerCall();
         try {
             e.listener.onError(e, status, reason);
         } catch (Throwable t) {
             SimLog.error("connection listener failed in onError", t);
+        } finally {
+            Scheduler.afterConsumerCall();
         }
     }
 

@@ -67,12 +67,15 @@ final class SimListener extends Actor implements RdmaListener {
                 }
                 r.nextPending = null;
             }
+            Scheduler.beforeConsumerCall();
             try {
                 handler.onConnectionRequest(r);
             } catch (Throwable t) {
                 // ConnectionRequestHandler: an exception thrown by the handler rejects the request.
                 SimLog.error("connection request handler failed; rejecting " + r, t);
                 r.answerNegatively(SimConnectionRequest.REJECTED, null, "the listener's handler failed: " + t);
+            } finally {
+                Scheduler.afterConsumerCall();
             }
         }
     }
