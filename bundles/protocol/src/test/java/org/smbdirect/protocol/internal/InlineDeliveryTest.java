@@ -194,9 +194,14 @@ class InlineDeliveryTest {
         // the first connection's handler blocks on its first message taken on the fabric's thread
         // (one that found the connection busy went to the engine), though it says it never blocks
         ConnectionHandler slow = ConnectionHandler.nonBlocking((c, m, t) -> {
-            slowThreads.add(Thread.currentThread().getName());
-            if (blocking.getCount() > 0 && Thread.currentThread().getName().startsWith(FABRIC_THREAD)) {
+            String thread = Thread.currentThread().getName();
+            boolean block = blocking.getCount() > 0 && thread.startsWith(FABRIC_THREAD);
+            if (block) {
                 blocking.countDown();
+            }
+            // recorded after the latch: the test sends no second message to a handler about to block
+            slowThreads.add(thread);
+            if (block) {
                 try {
                     release.await(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
                 } catch (InterruptedException e) {
@@ -221,10 +226,13 @@ class InlineDeliveryTest {
         ConnectionHandle slowServer = Fixture.impl(slowAtServer);
         assertTrue(slowServer.engine().runsInline());
 
-        for (int i = 0; i < ROUNDS && blocking.getCount() > 0; i++) {
+        // Until a message reaches the handler on the fabric's thread; that one blocks. A message sent
+        // after it would wait behind the held step, so the loop stops on what the handler saw.
+        String got = "";
+        for (int i = 0; i < ROUNDS && !got.startsWith(FABRIC_THREAD); i++) {
             slowClient.send(ByteBuffer.wrap(new byte[] {1}));
-            String got = slowThreads.poll(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-            assertNotNull(got);
+            got = slowThreads.poll(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            assertNotNull(got, "message " + i + " not delivered");
         }
         assertEquals(0, blocking.getCount(), "none of " + ROUNDS + " messages reached the handler on the fabric's thread");
         // While it blocks, the other connections' messages go through.
