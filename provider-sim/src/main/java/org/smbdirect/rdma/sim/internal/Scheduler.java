@@ -137,13 +137,16 @@ final class Scheduler {
     /**
      * Before a fabric thread calls the consumer (a notification handler, a connection event): the
      * consumer might keep it, so for as long as the call lasts the thread no longer counts as one
-     * that takes queued actors next. What is queued now, or while the call lasts, wakes an idle
-     * thread. Pair with {@link #afterConsumerCall()}.
+     * that takes queued actors next. What was left to run next on it goes to the queue, and what is
+     * queued now, or while the call lasts, wakes an idle thread: a handler that keeps the thread
+     * does not stop the fabric. What the consumer kicks during the call still runs next here (the
+     * echo a handler posts). Pair with {@link #afterConsumerCall()}.
      */
     static void beforeConsumerCall() {
         Worker w = CURRENT.get();
         if (w != null && w.inRun) {
             w.inConsumerCall = true;
+            w.handBackLocal();
             w.scheduler().consumerCallBegins();
         }
     }
@@ -329,6 +332,17 @@ final class Scheduler {
 
         Scheduler scheduler() {
             return Scheduler.this;
+        }
+
+        /** Queues what was left to run next on this thread, each actor with its own scheduler. */
+        void handBackLocal() {
+            while (localHead != null) {
+                Actor b = localHead;
+                localHead = b.nextLocal;
+                b.nextLocal = null;
+                b.scheduler.submit(b, b.scheduler != Scheduler.this);
+            }
+            localTail = null;
         }
 
         /** Runs the actors kicked meanwhile, in order; past {@link #LOCAL_RUNS}, hands them back. */

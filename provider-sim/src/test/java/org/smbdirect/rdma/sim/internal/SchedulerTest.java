@@ -224,6 +224,79 @@ class SchedulerTest {
         release.countDown();
     }
 
+    /**
+     * What a step kicked before it calls a consumer (a connection's transfer kicks the completion
+     * queues of both ends; the first one's handler is the consumer) is not left to run after the
+     * call: a handler that keeps the thread would stop the fabric, which a NIC never does. It runs
+     * on another thread meanwhile. (The TCK's serialised-notification test caught this: the
+     * sender's completion waited behind the receiver's held notification.)
+     */
+    @Test
+    void workKickedBeforeAConsumersCall_doesNotWaitForTheCall() throws Exception {
+        Scheduler s = scheduler("before-call", 2);
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch laterRan = new CountDownLatch(1);
+        AtomicReference<Thread> consumerThread = new AtomicReference<>();
+        AtomicReference<Thread> laterThread = new AtomicReference<>();
+        Step later = new Step(s);
+        later.body = x -> {
+            laterThread.set(Thread.currentThread());
+            laterRan.countDown();
+        };
+        Step consumer = new Step(s);
+        consumer.body = x -> {
+            consumerThread.set(Thread.currentThread());
+            Scheduler.beforeConsumerCall();
+            try {
+                release.await(TIMEOUT_MS, TimeUnit.MILLISECONDS); // a consumer that keeps the thread
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                Scheduler.afterConsumerCall();
+            }
+        };
+        Step first = new Step(s);
+        first.body = x -> {
+            consumer.kick(); // both run next on this thread, in this order
+            later.kick();
+        };
+        first.kick();
+        try {
+            await(laterRan);
+            assertNotEquals(consumerThread.get(), laterThread.get());
+        } finally {
+            release.countDown();
+        }
+        assertTrue(s.awaitQuiet(TimeUnit.SECONDS.toNanos(5)));
+    }
+
+    /** What a consumer kicks during its call still runs next on its thread, after the call (work first). */
+    @Test
+    void workKickedDuringAConsumersCall_runsNextOnThatThread() throws Exception {
+        Scheduler s = scheduler("during-call", 2);
+        CountDownLatch ran = new CountDownLatch(1);
+        AtomicReference<Thread> consumerThread = new AtomicReference<>();
+        AtomicReference<Thread> kickedThread = new AtomicReference<>();
+        Step kicked = new Step(s);
+        kicked.body = x -> {
+            kickedThread.set(Thread.currentThread());
+            ran.countDown();
+        };
+        Step consumer = new Step(s);
+        consumer.body = x -> {
+            consumerThread.set(Thread.currentThread());
+            Scheduler.beforeConsumerCall();
+            try {
+                kicked.kick(); // the handler posts: the echo of a ping-pong
+            } finally {
+                Scheduler.afterConsumerCall();
+            }
+        };
+        consumer.kick();
+        await(ran);
+        assertSame(consumerThread.get(), kickedThread.get());
+    }
+
     @Test
     void manyKicksFromManyThreads_allRun() throws Exception {
         Scheduler s = scheduler("stress", 2);
