@@ -796,11 +796,6 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         return inline;
     }
 
-    /** Whether the connection's steps run where its completions are taken (tests). */
-    boolean runsInline() {
-        return inline;
-    }
-
     /** A bug of ours: logged, counted, and the connection ends rather than the thread. */
     private void internalError(String where, RuntimeException e) {
         transport.internalError();

@@ -111,8 +111,8 @@ class InlineDeliveryTest {
                 + " messages on the fabric's thread");
         SmbDirectConnection accepted = Fixture.await(() -> server.connections().isEmpty() ? null
                 : server.connections().get(0));
-        assertTrue(Fixture.impl(accepted).engine().runsInline());
-        assertFalse(Fixture.impl(toInline).engine().runsInline());
+        assertTrue(Fixture.impl(accepted).engine().staysInline());
+        assertFalse(Fixture.impl(toInline).engine().staysInline());
         for (int i = 0; i < ROUNDS; i++) {
             accepted.send(ByteBuffer.wrap(new byte[] {(byte) i}));
             String t = engine.next();
@@ -224,7 +224,7 @@ class InlineDeliveryTest {
                 .filter(q -> q.localAddress().equals(slowAtServer.remoteAddress())).findFirst().orElseThrow();
         quick.remove(slowClient);
         ConnectionHandle slowServer = Fixture.impl(slowAtServer);
-        assertTrue(slowServer.engine().runsInline());
+        assertTrue(slowServer.engine().staysInline());
 
         // Until a message reaches the handler on the fabric's thread; that one blocks. A message sent
         // after it would wait behind the held step, so the loop stops on what the handler saw.
@@ -243,7 +243,7 @@ class InlineDeliveryTest {
             }
         }
         // The engine's monitor sees the step hold the provider's thread and moves the connection.
-        Fixture.await(() -> slowServer.engine().runsInline() ? null : Boolean.TRUE);
+        Fixture.await(() -> slowServer.engine().staysInline() ? null : Boolean.TRUE);
         release.countDown();
         slowClient.send(ByteBuffer.wrap(new byte[] {3}));
         String after = slowThreads.poll(Fixture.TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
