@@ -16,12 +16,20 @@ import java.util.concurrent.locks.LockSupport;
  * one provider's endpoint to another's completion queue); their scheduler counts it as running,
  * and one that has stopped drops it. After {@link #LOCAL_RUNS} such runs in a row the thread hands
  * what is left to the actors' schedulers, so that no chain of kicks keeps one thread to itself.
+ *
+ * <p>A thread that calls the consumer (a notification handler) sets aside what it was left to run
+ * next. The call normally returns within microseconds and the thread goes on with it, with no
+ * wake-up; a call that holds the thread for {@link #HOLD_NANOS} or more has it taken over by the
+ * other threads, so that a handler that keeps its thread does not stop the fabric (a NIC goes on
+ * while the host handles a completion).
  */
 final class Scheduler {
     /** Every fabric thread's name starts with this, so that tests can find leaked threads. */
     static final String THREAD_PREFIX = "smbdirect-sim-";
     /** Actors a fabric thread runs next, in a row, before it hands the rest to their schedulers. */
     static final int LOCAL_RUNS = 64;
+    /** How long a consumer's call may hold the work set aside on its thread before others take it. */
+    static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
 
     private final Worker[] workers;
     private final Worker[] idle;
@@ -38,10 +46,42 @@ final class Scheduler {
     private int workersRunning;
     private int waiters;
     private volatile boolean stopped;
+    /** Numbers the consumer calls that set work aside; guarded by this. */
+    private long calls;
+    /** Where the watch over work set aside runs; the provider's timer. */
+    private final Timer timer;
+    private final boolean ownTimer;
+    private final Timer.Task watch = new Timer.Task() {
+        @Override
+        void fire() {
+            takeOverHeldWork();
+        }
+    };
     /** Marks fabric threads (a thread-local, not a Thread subclass: see {@link Worker}). */
     private static final ThreadLocal<Worker> CURRENT = new ThreadLocal<>();
 
+    /**
+     * A scheduler with a timer of its own (tests).
+     *
+     * @param name the name in its threads' names
+     * @param threads how many fabric threads
+     */
     Scheduler(String name, int threads) {
+        this(name, threads, new Timer(THREAD_PREFIX + name + "-timer"), true);
+    }
+
+    /**
+     * @param name the name in its threads' names
+     * @param threads how many fabric threads
+     * @param timer the provider's timer, which the provider stops
+     */
+    Scheduler(String name, int threads, Timer timer) {
+        this(name, threads, timer, false);
+    }
+
+    private Scheduler(String name, int threads, Timer timer, boolean ownTimer) {
+        this.timer = timer;
+        this.ownTimer = ownTimer;
         workers = new Worker[threads];
         idle = new Worker[threads];
         for (int i = 0; i < threads; i++) {
@@ -104,6 +144,12 @@ final class Scheduler {
         if (w == null || !w.inRun) {
             return false;
         }
+        // Another provider's actor counts as running there from now until it has run, so that its
+        // provider, closing, waits for it (awaitQuiet) rather than shut its queues under it.
+        if (a.scheduler != w.scheduler() && !a.scheduler.enterForeign()) {
+            a.dropped();
+            return true;
+        }
         a.nextLocal = null;
         if (w.localTail == null) {
             w.localHead = a;
@@ -115,7 +161,8 @@ final class Scheduler {
     }
 
     /**
-     * Before another scheduler's worker runs one of this scheduler's actors: it counts as running.
+     * Before another scheduler's worker takes one of this scheduler's actors to run next: it counts
+     * as running until {@link #exitForeign} (after it ran, or went to this scheduler's queue).
      *
      * @return {@code false} when this scheduler has stopped (the actor is dropped instead)
      */
@@ -137,33 +184,41 @@ final class Scheduler {
     /**
      * Before a fabric thread calls the consumer (a notification handler, a connection event): the
      * consumer might keep it, so for as long as the call lasts the thread no longer counts as one
-     * that takes queued actors next. What was left to run next on it goes to the queue, and what is
-     * queued now, or while the call lasts, wakes an idle thread: a handler that keeps the thread
-     * does not stop the fabric. What the consumer kicks during the call still runs next here (the
-     * echo a handler posts). Pair with {@link #afterConsumerCall()}.
+     * that takes queued actors next; what is queued now, or while the call lasts, wakes an idle
+     * thread. What it was left to run next is set aside, for it to run after the call, or for the
+     * other threads once the call has held it for {@link #HOLD_NANOS}. What the consumer kicks
+     * during the call runs next here (the echo a handler posts). Pair with {@link
+     * #afterConsumerCall()}. A call made inside another (a handler whose provider call delivers an
+     * event at once) is part of the outer one.
      */
     static void beforeConsumerCall() {
         Worker w = CURRENT.get();
-        if (w != null && w.inRun) {
-            w.inConsumerCall = true;
-            w.handBackLocal();
-            w.scheduler().consumerCallBegins();
+        if (w != null && (w.consumerCalls > 0 || w.inRun) && w.consumerCalls++ == 0) {
+            w.scheduler().consumerCallBegins(w);
         }
     }
 
     /** The consumer returned (see {@link #beforeConsumerCall()}). */
     static void afterConsumerCall() {
         Worker w = CURRENT.get();
-        if (w != null && w.inConsumerCall) {
-            w.inConsumerCall = false;
-            w.scheduler().consumerCallEnds();
+        if (w != null && w.consumerCalls > 0 && --w.consumerCalls == 0) {
+            w.scheduler().consumerCallEnds(w);
         }
     }
 
-    private void consumerCallBegins() {
+    private void consumerCallBegins(Worker w) {
         Worker wake = null;
+        boolean setAside = false;
         synchronized (this) {
             workersRunning--;
+            if (w.localHead != null) {
+                w.heldHead = w.localHead;
+                w.heldTail = w.localTail;
+                w.heldCall = ++calls;
+                w.localHead = null;
+                w.localTail = null;
+                setAside = true;
+            }
             if (queued > workersRunning && idleCount > 0) {
                 wake = idle[--idleCount];
                 wake.listedIdle = false;
@@ -172,10 +227,64 @@ final class Scheduler {
         if (wake != null) {
             LockSupport.unpark(wake.thread);
         }
+        if (setAside) {
+            timer.schedule(watch, System.nanoTime() + HOLD_NANOS); // no-op while the watch is due
+        }
     }
 
-    private synchronized void consumerCallEnds() {
+    /** The call returned: what was set aside and not taken over runs next, before what it kicked. */
+    private synchronized void consumerCallEnds(Worker w) {
         workersRunning++;
+        if (w.heldHead != null) {
+            w.heldTail.nextLocal = w.localHead;
+            if (w.localHead == null) {
+                w.localTail = w.heldTail;
+            }
+            w.localHead = w.heldHead;
+            w.heldHead = null;
+            w.heldTail = null;
+        }
+    }
+
+    /**
+     * The watch, on the timer's thread: work set aside by a consumer call that was already in
+     * progress at the previous look (so it has held its thread for at least {@link #HOLD_NANOS})
+     * goes to the actors' schedulers, to run on other threads. Looks again while work is set aside.
+     */
+    private void takeOverHeldWork() {
+        Actor taken = null;
+        boolean again = false;
+        synchronized (this) {
+            if (stopped) {
+                return;
+            }
+            for (Worker w : workers) {
+                if (w.heldHead == null) {
+                    continue;
+                }
+                if (w.heldCall == w.seenCall) {
+                    w.heldTail.nextLocal = taken;
+                    taken = w.heldHead;
+                    w.heldHead = null;
+                    w.heldTail = null;
+                } else {
+                    w.seenCall = w.heldCall;
+                    again = true;
+                }
+            }
+        }
+        while (taken != null) {
+            Actor b = taken;
+            taken = b.nextLocal;
+            b.nextLocal = null;
+            b.scheduler.submit(b);
+            if (b.scheduler != this) {
+                b.scheduler.exitForeign(); // counted since it was left to run next here
+            }
+        }
+        if (again) {
+            timer.schedule(watch, System.nanoTime() + HOLD_NANOS);
+        }
     }
 
     /** Tells whether the calling thread is a fabric thread of any provider. */
@@ -241,6 +350,9 @@ final class Scheduler {
         for (Worker w : workers) {
             LockSupport.unpark(w.thread);
         }
+        if (ownTimer) {
+            timer.stop();
+        }
         if (isFabricThread()) {
             return;
         }
@@ -272,11 +384,17 @@ final class Scheduler {
         boolean listedIdle;
         /** Whether the thread is running an actor (kicks it makes then run next, here). Own thread only. */
         boolean inRun;
-        /** Whether the thread is in a call of the consumer's. Own thread only. */
-        boolean inConsumerCall;
+        /** Depth of the consumer's calls the thread is in (a call within a call counts once). Own thread only. */
+        int consumerCalls;
         /** Actors to run next on this thread, linked through {@link Actor#nextLocal}. Own thread only. */
         Actor localHead;
         Actor localTail;
+        /** What was to run next when the thread called the consumer; guarded by the scheduler. */
+        Actor heldHead;
+        Actor heldTail;
+        /** The number of that call, and of the call the watch last saw; guarded by the scheduler. */
+        long heldCall;
+        long seenCall;
 
         Worker(String name) {
             thread = new Thread(new FutureTask<>(this, null), name);
@@ -334,17 +452,6 @@ final class Scheduler {
             return Scheduler.this;
         }
 
-        /** Queues what was left to run next on this thread, each actor with its own scheduler. */
-        void handBackLocal() {
-            while (localHead != null) {
-                Actor b = localHead;
-                localHead = b.nextLocal;
-                b.nextLocal = null;
-                b.scheduler.submit(b, b.scheduler != Scheduler.this);
-            }
-            localTail = null;
-        }
-
         /** Runs the actors kicked meanwhile, in order; past {@link #LOCAL_RUNS}, hands them back. */
         private void runLocal() {
             int runs = 0;
@@ -355,28 +462,27 @@ final class Scheduler {
                     localTail = null;
                 }
                 b.nextLocal = null;
+                Scheduler home = b.scheduler;
                 if (++runs > LOCAL_RUNS) {
                     // Fairness: the rest waits behind what is queued. This thread takes its own
                     // scheduler's actors back from the queue itself; another's need its threads.
                     inRun = false; // what these kick now goes to the schedulers too
-                    b.scheduler.submit(b, b.scheduler != Scheduler.this);
+                    home.submit(b, home != Scheduler.this);
+                    if (home != Scheduler.this) {
+                        home.exitForeign();
+                    }
                     continue;
                 }
-                Scheduler home = b.scheduler;
-                if (home == Scheduler.this) {
+                try {
                     if (home.stopped) {
                         b.dropped();
                     } else {
                         b.runOnce();
                     }
-                } else if (home.enterForeign()) {
-                    try {
-                        b.runOnce();
-                    } finally {
+                } finally {
+                    if (home != Scheduler.this) {
                         home.exitForeign();
                     }
-                } else {
-                    b.dropped();
                 }
             }
         }

@@ -72,8 +72,8 @@ final class SimProvider implements RdmaProvider {
         this.ipv4 = CaptureSet.ipv4(address.getAddress());
         this.settings = s.withIdentity(n, address.getHostAddress());
         this.live = settings;
-        this.scheduler = new Scheduler(n, s.fabricThreads);
         this.timer = new Timer(Scheduler.THREAD_PREFIX + n + "-timer");
+        this.scheduler = new Scheduler(n, s.fabricThreads, timer);
         try {
             openCapture(settings);
         } catch (IOException | RuntimeException e) {
