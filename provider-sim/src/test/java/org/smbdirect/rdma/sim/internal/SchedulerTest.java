@@ -60,6 +60,40 @@ class SchedulerTest {
         assertTrue(l.await(TIMEOUT_MS, TimeUnit.MILLISECONDS), "timed out");
     }
 
+    /** A step that records the thread it ran on and counts {@code ran} down. */
+    private static Step recording(Scheduler s, AtomicReference<Thread> where, CountDownLatch ran) {
+        Step st = new Step(s);
+        st.body = x -> {
+            where.set(Thread.currentThread());
+            ran.countDown();
+        };
+        return st;
+    }
+
+    /** A step that records its thread and calls the consumer, which does {@code inCall}. */
+    private static Step callingConsumer(Scheduler s, AtomicReference<Thread> where, Runnable inCall) {
+        Step st = new Step(s);
+        st.body = x -> {
+            where.set(Thread.currentThread());
+            Scheduler.beforeConsumerCall();
+            try {
+                inCall.run();
+            } finally {
+                Scheduler.afterConsumerCall();
+            }
+        };
+        return st;
+    }
+
+    /** Waits for the latch inside a step, as a consumer that keeps its thread. */
+    private static void hold(CountDownLatch release) {
+        try {
+            release.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     @Test
     void kickFromAFabricThread_runsNextOnThatThread_afterTheCurrentStep() throws Exception {
         Scheduler s = scheduler("first", 1);
@@ -84,11 +118,7 @@ class SchedulerTest {
         a.body = x -> {
             aThread.set(Thread.currentThread());
             aRuns.countDown();
-            try {
-                cQueued.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            hold(cQueued);
             b.kick();
             order.add("a ends");
         };
@@ -112,11 +142,7 @@ class SchedulerTest {
         b.body = x -> {
             bThread.set(Thread.currentThread());
             inB.countDown();
-            try {
-                release.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            hold(release);
         };
         Step a = new Step(here);
         AtomicReference<Thread> aThread = new AtomicReference<>();
@@ -148,11 +174,7 @@ class SchedulerTest {
         a.body = x -> {
             b.kick(); // left to run after this step
             kicked.countDown();
-            try {
-                release.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            hold(release);
         };
         a.kick();
         await(kicked);
@@ -176,11 +198,7 @@ class SchedulerTest {
         a.body = x -> {
             b.kick();
             kicked.countDown();
-            try {
-                stopped.await(TIMEOUT_MS, TimeUnit.MILLISECONDS); // b waits behind this step
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            hold(stopped); // b waits behind this step
         };
         a.kick();
         await(kicked);
@@ -203,11 +221,7 @@ class SchedulerTest {
         chain.body = x -> {
             if (x.steps.get() == 1) {
                 started.countDown();
-                try {
-                    queued.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                hold(queued);
             }
             if (otherRan.getCount() == 0) {
                 chainAtOther.compareAndSet(-1, x.steps.get());
@@ -272,23 +286,8 @@ class SchedulerTest {
         CountDownLatch laterRan = new CountDownLatch(1);
         AtomicReference<Thread> consumerThread = new AtomicReference<>();
         AtomicReference<Thread> laterThread = new AtomicReference<>();
-        Step later = new Step(s);
-        later.body = x -> {
-            laterThread.set(Thread.currentThread());
-            laterRan.countDown();
-        };
-        Step consumer = new Step(s);
-        consumer.body = x -> {
-            consumerThread.set(Thread.currentThread());
-            Scheduler.beforeConsumerCall();
-            try {
-                release.await(TIMEOUT_MS, TimeUnit.MILLISECONDS); // a consumer that keeps the thread
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } finally {
-                Scheduler.afterConsumerCall();
-            }
-        };
+        Step later = recording(s, laterThread, laterRan);
+        Step consumer = callingConsumer(s, consumerThread, () -> hold(release));
         Step first = new Step(s);
         first.body = x -> {
             consumer.kick(); // both run next on this thread, in this order
@@ -317,17 +316,8 @@ class SchedulerTest {
             CountDownLatch laterRan = new CountDownLatch(1);
             AtomicReference<Thread> consumerThread = new AtomicReference<>();
             AtomicReference<Thread> laterThread = new AtomicReference<>();
-            Step later = new Step(s);
-            later.body = x -> {
-                laterThread.set(Thread.currentThread());
-                laterRan.countDown();
-            };
-            Step consumer = new Step(s);
-            consumer.body = x -> {
-                consumerThread.set(Thread.currentThread());
-                Scheduler.beforeConsumerCall();
-                Scheduler.afterConsumerCall();
-            };
+            Step later = recording(s, laterThread, laterRan);
+            Step consumer = callingConsumer(s, consumerThread, () -> { });
             Step first = new Step(s);
             first.body = x -> {
                 consumer.kick();
@@ -347,21 +337,8 @@ class SchedulerTest {
         CountDownLatch ran = new CountDownLatch(1);
         AtomicReference<Thread> consumerThread = new AtomicReference<>();
         AtomicReference<Thread> kickedThread = new AtomicReference<>();
-        Step kicked = new Step(s);
-        kicked.body = x -> {
-            kickedThread.set(Thread.currentThread());
-            ran.countDown();
-        };
-        Step consumer = new Step(s);
-        consumer.body = x -> {
-            consumerThread.set(Thread.currentThread());
-            Scheduler.beforeConsumerCall();
-            try {
-                kicked.kick(); // the handler posts: the echo of a ping-pong
-            } finally {
-                Scheduler.afterConsumerCall();
-            }
-        };
+        Step kicked = recording(s, kickedThread, ran);
+        Step consumer = callingConsumer(s, consumerThread, kicked::kick); // the echo a handler posts
         consumer.kick();
         await(ran);
         assertSame(consumerThread.get(), kickedThread.get());
