@@ -59,6 +59,12 @@ class SmbjBenchmarkTest {
     private static final String DIALECT = System.getProperty("interop.benchDialect", "3.1.1");
     private static final long RANDOM_NANOS = TimeUnit.SECONDS.toNanos(Long.getLong("interop.benchRandomSeconds", 3));
 
+    /**
+     * With {@code -Dinterop.benchRdmaThreshold=N}, one more row: smbj over SMB Direct with the
+     * RDMA channel only from N bytes on (4097: 4 KiB reads inline).
+     */
+    private static final Integer RDMA_FROM = Integer.getInteger("interop.benchRdmaThreshold");
+
     private static SmbDirect engine;
     private static SmbjTransport smbj;
 
@@ -95,29 +101,36 @@ class SmbjBenchmarkTest {
         SmbConfig direct = smbj.configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
         SmbConfig tcp = SmbConfig.builder().withNegotiatedBufferSize().withDialects(dialect)
                 .withTimeout(120, TimeUnit.SECONDS).build();
-        String[] names = {"smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma"};
-        Client[] clients = {(d, n) -> smbjRun(direct, d, n), (d, n) -> smbjRun(tcp, d, n), SmbjBenchmarkTest::cifsRun};
+        List<String> names = new ArrayList<>(List.of("smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma"));
+        List<Client> clients = new ArrayList<>(List.of((d, n) -> smbjRun(direct, d, n), (d, n) -> smbjRun(tcp, d, n),
+                SmbjBenchmarkTest::cifsRun));
+        if (RDMA_FROM != null) {
+            SmbConfig from = SmbjTransport.create(engine, SmbjOptions.defaults().toBuilder().rdmaThreshold(RDMA_FROM)
+                    .build()).configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
+            names.add("smbj SMBD, RDMA from " + RDMA_FROM + " B");
+            clients.add((d, n) -> smbjRun(from, d, n));
+        }
         List<List<double[]>> results = new ArrayList<>();
-        for (int c = 0; c < clients.length; c++) {
+        for (int c = 0; c < clients.size(); c++) {
             results.add(new ArrayList<>());
         }
         for (int run = 0; run < RUNS; run++) {
-            for (int c = 0; c < clients.length; c++) {
+            for (int c = 0; c < clients.size(); c++) {
                 long start = System.nanoTime();
-                double[] r = clients[c].run(data, "bench-" + c + ".bin");
+                double[] r = clients.get(c).run(data, "bench-" + c + ".bin");
                 results.get(c).add(r);
                 System.out.printf(Locale.ROOT, "run %d, %s: write %.1f MiB/s, read %.1f MiB/s, streamed read %.1f MiB/s, "
-                        + "%.0f reads/s (%.0f s)%n", run + 1, names[c], r[0], r[1], r[3], r[2], (System.nanoTime() - start) / 1e9);
+                        + "%.0f reads/s (%.0f s)%n", run + 1, names.get(c), r[0], r[1], r[3], r[2], (System.nanoTime() - start) / 1e9);
             }
         }
         StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
                 "%s SMB3 benchmark (SMB " + DIALECT + "; smbj signed, cifs not, as each does by default; 64 MiB; medians of %d run%s; "
                         + "TCG-emulated guest):%n"
-                        + "  %-22s %14s %14s %20s %18s%n", Guest.transport(), RUNS, RUNS == 1 ? "" : "s", "client",
+                        + "  %-27s %14s %14s %20s %18s%n", Guest.transport(), RUNS, RUNS == 1 ? "" : "s", "client",
                 "write MiB/s", "read MiB/s", "streamed read MiB/s", "4 KiB reads/s"));
-        for (int c = 0; c < clients.length; c++) {
+        for (int c = 0; c < clients.size(); c++) {
             double streamed = median(results.get(c), 3);
-            table.append(String.format(Locale.ROOT, "  %-22s %14.1f %14.1f %20s %18.0f%n", names[c],
+            table.append(String.format(Locale.ROOT, "  %-27s %14.1f %14.1f %20s %18.0f%n", names.get(c),
                     median(results.get(c), 0), median(results.get(c), 1),
                     Double.isNaN(streamed) ? "-" : String.format(Locale.ROOT, "%.1f", streamed), median(results.get(c), 2)));
         }
