@@ -15,6 +15,8 @@ import java.util.concurrent.TimeUnit;
 final class CqEventLoop implements Runnable {
     /** How often queues are polled without a signal, for failures a device does not signal. */
     private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+    /** While spinning, how often the channels are looked at too (a solicited-only arm needs their signal). */
+    private static final long SPIN_CHANNEL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
     private final VerbsProvider provider;
     private final int wakeFd;
@@ -25,9 +27,18 @@ final class CqEventLoop implements Runnable {
     private long generation;
     private long completedGeneration;
     private volatile boolean stopping;
+    /** Busy polling before each wait; 0 waits at once. */
+    private final long spinNanos;
+    /**
+     * With busy polling: {@code false} from just before the queues are asked for the device's
+     * signal until the wait returns. While it is {@code true}, an ANY arm asks the device nothing:
+     * the thread asks for it before it waits ({@link VerbsCompletionQueue#prepareToWait}).
+     */
+    private volatile boolean awake = true;
 
     CqEventLoop(VerbsProvider provider) throws NativeException {
         this.provider = provider;
+        this.spinNanos = TimeUnit.MICROSECONDS.toNanos(provider.settings.completionSpinMicroseconds);
         this.wakeFd = VerbsNative.eventFd();
         // A FutureTask lets go of the loop when the thread ends: a Thread object can outlive its
         // thread (Felix keeps one that raced another to define a class in that class loader's
@@ -42,6 +53,16 @@ final class CqEventLoop implements Runnable {
 
     boolean inLoop() {
         return Thread.currentThread() == thread;
+    }
+
+    /** Whether the thread busy-polls before it waits. */
+    boolean spins() {
+        return spinNanos > 0;
+    }
+
+    /** Whether the thread will ask the queues' devices for their signals before it waits. */
+    boolean asksBeforeWaiting() {
+        return spinNanos > 0 && awake;
     }
 
     void add(VerbsCompletionQueue cq) {
@@ -116,6 +137,8 @@ final class CqEventLoop implements Runnable {
         int[] fds = new int[1];
         int[] ready = new int[1];
         long lastSweep = System.nanoTime();
+        // an idle provider does not spin: only a wait that something ended is followed by a spin
+        boolean busy = true;
         while (true) {
             VerbsCompletionQueue[] snapshot;
             long seen;
@@ -138,8 +161,23 @@ final class CqEventLoop implements Runnable {
                 fds[i + 1] = snapshot[i].channelFd;
             }
             try {
+                if (spinNanos > 0 && notifications.isEmpty()) {
+                    if (busy && spin(snapshot, seen, fds, ready)) {
+                        continue;
+                    }
+                    awake = false;
+                    for (VerbsCompletionQueue cq : snapshot) {
+                        cq.prepareToWait();
+                    }
+                }
                 int timeout = notifications.isEmpty() ? (int) TimeUnit.NANOSECONDS.toMillis(SWEEP_NANOS) : 0;
-                int n = VerbsNative.poll(fds, fds.length, timeout, ready);
+                int n;
+                try {
+                    n = VerbsNative.poll(fds, fds.length, timeout, ready);
+                } finally {
+                    awake = true;
+                }
+                busy = n > 0 || timeout == 0;
                 if (n > 0 && ready[0] != 0) {
                     VerbsNative.drainEventFd(wakeFd);
                 }
@@ -166,6 +204,46 @@ final class CqEventLoop implements Runnable {
             } catch (RuntimeException | Error e) {
                 VerbsProvider.LOG.log(Level.ERROR, "completion thread of " + provider.name() + " caught", e);
             }
+        }
+    }
+
+    /**
+     * Busy polling: takes new completions from every queue (which satisfies ANY and ERRORS arms
+     * without the device's signal, and so without its system calls and this thread's wake-up) until
+     * a notification is due, the set of queues changes, a channel signals, or the spin time is up.
+     *
+     * @return {@code true} when the loop should go round again at once, {@code false} to wait
+     */
+    private boolean spin(VerbsCompletionQueue[] snapshot, long seen, int[] fds, int[] ready) throws NativeException {
+        long start = System.nanoTime();
+        long channels = start;
+        for (;;) {
+            for (VerbsCompletionQueue cq : snapshot) {
+                cq.reap();
+            }
+            if (!notifications.isEmpty()) {
+                deliverNotifications();
+                return true;
+            }
+            if (stopping) {
+                return true;
+            }
+            synchronized (membership) {
+                if (generation != seen) {
+                    return true;
+                }
+            }
+            long now = System.nanoTime();
+            if (now - channels >= SPIN_CHANNEL_NANOS) {
+                channels = now;
+                if (VerbsNative.poll(fds, snapshot.length + 1, 0, ready) > 0) {
+                    return false; // the wait that follows returns at once and reads the signals
+                }
+            }
+            if (now - start >= spinNanos) {
+                return false;
+            }
+            Thread.onSpinWait();
         }
     }
 

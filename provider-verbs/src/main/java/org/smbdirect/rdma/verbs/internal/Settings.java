@@ -24,8 +24,11 @@ final class Settings {
     static final String REMOTE_INVALIDATE = "remoteInvalidate";
     static final String INLINE_LIMIT = "inlineLimit";
     static final String REGISTRATION_CACHE = "registrationCache";
+    static final String COMPLETION_SPIN = "completionSpinMicroseconds";
+    /** The longest completion spin accepted: 0.1 s. */
+    static final int MAX_COMPLETION_SPIN = 100_000;
     private static final Set<String> KEYS = Set.of(DEVICES, RESOLVE_TIMEOUT, REQUEST_TIMEOUT, RETRY_COUNT,
-            CLOSE_TIMEOUT, RDMA_READ, REMOTE_INVALIDATE, INLINE_LIMIT, REGISTRATION_CACHE);
+            CLOSE_TIMEOUT, RDMA_READ, REMOTE_INVALIDATE, INLINE_LIMIT, REGISTRATION_CACHE, COMPLETION_SPIN);
 
     final List<String> devices;
     final int resolveTimeoutMillis;
@@ -36,10 +39,11 @@ final class Settings {
     final boolean remoteInvalidate;
     final int inlineLimit;
     final int registrationCache;
+    final int completionSpinMicroseconds;
 
     Settings(List<String> devices, int resolveTimeoutMillis, int requestTimeoutMillis, int retryCount,
             int closeTimeoutMillis, boolean rdmaRead, boolean remoteInvalidate, int inlineLimit,
-            int registrationCache) {
+            int registrationCache, int completionSpinMicroseconds) {
         this.devices = List.copyOf(devices);
         this.resolveTimeoutMillis = resolveTimeoutMillis;
         this.requestTimeoutMillis = requestTimeoutMillis;
@@ -49,16 +53,17 @@ final class Settings {
         this.remoteInvalidate = remoteInvalidate;
         this.inlineLimit = inlineLimit;
         this.registrationCache = registrationCache;
+        this.completionSpinMicroseconds = completionSpinMicroseconds;
     }
 
     static Settings defaults() {
-        return new Settings(List.of(), 5000, 10000, 7, 5000, true, true, -1, 16);
+        return new Settings(List.of(), 5000, 10000, 7, 5000, true, true, -1, 16, 0);
     }
 
     static Settings from(VerbsConfiguration c) throws RdmaException {
         Settings s = new Settings(List.of(c.devices()), c.resolveTimeoutMillis(), c.connectionRequestTimeoutMillis(),
                 c.retryCount(), c.closeTimeoutMillis(), c.rdmaRead(), c.remoteInvalidate(), c.inlineLimit(),
-                c.registrationCache());
+                c.registrationCache(), c.completionSpinMicroseconds());
         s.check();
         return s;
     }
@@ -78,6 +83,7 @@ final class Settings {
         boolean invalidate = d.remoteInvalidate;
         int inline = d.inlineLimit;
         int cache = d.registrationCache;
+        int spin = d.completionSpinMicroseconds;
         for (Map.Entry<String, ?> e : map.entrySet()) {
             String key = e.getKey();
             Object value = e.getValue();
@@ -113,12 +119,15 @@ final class Settings {
                 case REGISTRATION_CACHE:
                     cache = integer(key, value);
                     break;
+                case COMPLETION_SPIN:
+                    spin = integer(key, value);
+                    break;
                 default:
                     close = integer(key, value);
                     break;
             }
         }
-        Settings s = new Settings(devices, resolve, request, retry, close, read, invalidate, inline, cache);
+        Settings s = new Settings(devices, resolve, request, retry, close, read, invalidate, inline, cache, spin);
         s.check();
         return s;
     }
@@ -141,6 +150,9 @@ final class Settings {
         }
         if (registrationCache < 0) {
             throw bad(REGISTRATION_CACHE, registrationCache, "must not be negative (0 keeps nothing)");
+        }
+        if (completionSpinMicroseconds < 0 || completionSpinMicroseconds > MAX_COMPLETION_SPIN) {
+            throw bad(COMPLETION_SPIN, completionSpinMicroseconds, "must be 0 (no spin) to " + MAX_COMPLETION_SPIN);
         }
     }
 
@@ -201,6 +213,7 @@ final class Settings {
         return "Settings[devices=" + devices + ", resolveTimeoutMillis=" + resolveTimeoutMillis
                 + ", connectionRequestTimeoutMillis=" + requestTimeoutMillis + ", retryCount=" + retryCount
                 + ", closeTimeoutMillis=" + closeTimeoutMillis + ", rdmaRead=" + rdmaRead + ", remoteInvalidate="
-                + remoteInvalidate + ", inlineLimit=" + inlineLimit + "]";
+                + remoteInvalidate + ", inlineLimit=" + inlineLimit + ", registrationCache=" + registrationCache
+                + ", completionSpinMicroseconds=" + completionSpinMicroseconds + "]";
     }
 }

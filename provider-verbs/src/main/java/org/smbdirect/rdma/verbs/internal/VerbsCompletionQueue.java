@@ -92,6 +92,13 @@ final class VerbsCompletionQueue implements CompletionQueue {
     private final ByteBuffer records;
     private final long recordsAddress;
     private ArmType armed;
+    /**
+     * What the device was last asked to signal ({@code ibv_req_notify_cq}: ANY or SOLICITED), or
+     * {@code null} once an event showed the request fired. Lock held.
+     */
+    private ArmType deviceRequest;
+    /** Requests made of the device. */
+    private long deviceRequests;
     private boolean notificationPending;
     private boolean overflowed;
     private int hwEntries;
@@ -136,6 +143,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
             // Keep a verbs notification requested at all times, so that failures are noticed
             // (and their connections ended) even while the consumer has not armed the queue.
             notifySolicited.execute();
+            deviceRequest = ArmType.SOLICITED;
         } catch (IOException e) {
             destroyQuietly(q, ch);
             throw native_(e, "creating a completion queue");
@@ -164,6 +172,16 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     VerbsProvider provider() {
         return provider;
+    }
+
+    /** How many times the device was asked for a notification ({@code ibv_req_notify_cq}; tests). */
+    long deviceRequests() {
+        lock.lock();
+        try {
+            return deviceRequests;
+        } finally {
+            lock.unlock();
+        }
     }
 
     boolean isClosed() {
@@ -220,7 +238,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
             // device is never left with a request for any completion that no arm needs.
             pollHardware();
             evaluate(true);
-            if (armed != null) {
+            if (armed != null && !(armed == ArmType.ANY && provider.cqLoop.asksBeforeWaiting())) {
                 requestNotification();
                 pollHardware();
                 evaluate(true);
@@ -230,17 +248,50 @@ final class VerbsCompletionQueue implements CompletionQueue {
         }
     }
 
-    /** Requests the verbs notification that the current arm needs. Lock held. */
+    /**
+     * Busy polling ({@link CqEventLoop}): the completion thread, about to wait, asks the device
+     * for the signal that this queue's arm needs (or the solicited-only one that notices failures)
+     * and takes what arrived meanwhile. While the thread polls, ANY arms ask the device nothing.
+     */
+    void prepareToWait() {
+        lock.lock();
+        try {
+            if (nativeReleased) {
+                return;
+            }
+            pollHardware();
+            evaluate(false);
+            requestNotification();
+            pollHardware();
+            evaluate(false);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Requests the verbs notification that the current arm needs, unless the device still holds
+     * the same request: a request stays until the device signals, and a signal not yet read from
+     * the channel leads to {@link #onChannelReadable}, which requests again and polls. So the arm
+     * that follows each notification costs no system call on devices where a request is one (rxe).
+     * Lock held.
+     */
     private void requestNotification() {
         if (nativeReleased) {
             return;
         }
+        ArmType wanted = armed == ArmType.ANY ? ArmType.ANY : ArmType.SOLICITED;
+        if (deviceRequest == wanted) {
+            return; // only the same: siw lets a solicited-only request replace a pending ANY one
+        }
         try {
-            if (armed == ArmType.ANY) {
+            if (wanted == ArmType.ANY) {
                 notifyAny.execute();
             } else {
                 notifySolicited.execute();
             }
+            deviceRequest = wanted;
+            deviceRequests++;
         } catch (IOException e) {
             VerbsProvider.LOG.log(Level.ERROR, "ibv_req_notify_cq failed on a completion queue of "
                     + provider.name() + ": " + e.getMessage());
@@ -293,15 +344,20 @@ final class VerbsCompletionQueue implements CompletionQueue {
                 }
                 if (events > 0) {
                     cq.ackEvents(events);
+                    deviceRequest = null; // the request fired
                 }
             } catch (IOException e) {
+                deviceRequest = null; // request again below, as if it had fired
                 VerbsProvider.LOG.log(Level.ERROR, "ibv_get_cq_event failed on " + provider.name() + ": " + e.getMessage());
             }
             // The device is asked for any completion only while an ANY arm is pending; otherwise it
             // was asked solicited-only and this event proves a solicited (or failed) completion.
+            // While the thread polls, only a solicited arm needs the device now (prepareToWait).
             pollHardware();
-            requestNotification();
-            pollHardware();
+            if (!provider.cqLoop.spins() || (armed != null && armed != ArmType.ANY)) {
+                requestNotification();
+                pollHardware();
+            }
             evaluate(events > 0);
         } finally {
             lock.unlock();

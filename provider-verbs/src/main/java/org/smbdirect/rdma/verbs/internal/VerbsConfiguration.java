@@ -98,4 +98,17 @@ public @interface VerbsConfiguration {
             + "for the next registration of the same memory (regions behind memory windows, free windows); "
             + "0 keeps none", min = "0")
     int registrationCache() default 16;
+
+    /**
+     * How long the completion thread keeps polling the completion queues for new completions
+     * before it waits for the device's signal: busy polling, which saves the signal's system calls
+     * and the thread's wake-up when completions follow each other closely, and keeps one core busy
+     * while it polls. Read when the provider starts.
+     *
+     * @return microseconds, 0 (the default) to wait at once
+     */
+    @AttributeDefinition(name = "Completion spin (microseconds)", description = "How long the completion thread "
+            + "polls the queues before it waits for the device's signal (busy polling; keeps a core busy while it "
+            + "polls); 0 waits at once", min = "0", max = "100000")
+    int completionSpinMicroseconds() default 0;
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -24,6 +25,7 @@ import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.rdma.Sge;
+import org.smbdirect.rdma.verbs.internal.CompletionQueueProbe;
 
 /** The NDKPI completion rules (shared/spec/README.md) over ibv_req_notify_cq. */
 class CompletionQueueDeviceTest {
@@ -92,6 +94,72 @@ class CompletionQueueDeviceTest {
         send(0);
         assertTrue(notified(cq, Fixture.TIMEOUT));
         assertNotEquals(Thread.currentThread(), cq.threads.poll(), "handlers run on a provider thread");
+    }
+
+    /**
+     * The usual cycle (a notification, the queue drained, an ANY arm) asks the device once: the
+     * request made when the event was read still stands when the consumer arms again, so the arm
+     * asks nothing more (on Soft-RoCE a request is a system call). Every round still notifies.
+     */
+    @Test
+    void rearmAfterEachNotification_oneDeviceRequestPerRound() throws Exception {
+        Fixture.Cq cq = p.serverCq;
+        cq.queue.arm(ArmType.ANY);
+        long before = CompletionQueueProbe.deviceRequests(cq.queue);
+        for (int round = 0; round < 5; round++) {
+            send(0);
+            assertTrue(notified(cq, Fixture.TIMEOUT), "round " + round + " notified");
+            assertEquals(1, drain(cq.queue));
+            cq.queue.arm(ArmType.ANY);
+        }
+        assertEquals(5, CompletionQueueProbe.deviceRequests(cq.queue) - before,
+                "device requests in 5 rounds (one when each event was read; the arms after it ask nothing)");
+        send(0);
+        assertTrue(notified(cq, Fixture.TIMEOUT), "the last arm, which asked the device nothing, is still served");
+    }
+
+    /**
+     * With busy polling ({@code completionSpinMicroseconds}, here the most, 0.1 s), rounds that
+     * follow each other within the spin are notified without asking the device anything; the
+     * thread asks for the signal once it is about to wait, and the signal then serves the next
+     * round.
+     */
+    @Test
+    void busyPolling_roundsWithinTheSpinAskTheDeviceNothing_theWaitAsksOnce() throws Exception {
+        try (Fixture spinning = new Fixture(Map.of("completionSpinMicroseconds", 100_000))) {
+            Fixture.Pair q = spinning.connect();
+            MemoryRegion in = q.server.register(Fixture.direct(64 * 8), Access.LOCAL_WRITE);
+            for (int i = 0; i < 8; i++) {
+                q.server.postReceive(i, new Sge[] {Sge.of(in, i * 64, 64)}, 1);
+            }
+            MemoryRegion out = q.client.register(Fixture.direct(64), 0);
+            Fixture.Cq cq = q.serverCq;
+            Runnable round = () -> {
+                try {
+                    q.client.postSend(null, new Sge[] {Sge.of(out, 0, 8)}, 1, 0);
+                    assertEquals(RdmaStatus.SUCCESS, q.clientCq.one(Fixture.TIMEOUT).status());
+                    assertTrue(notified(cq, Fixture.TIMEOUT), "notified");
+                    assertEquals(1, drain(cq.queue));
+                    cq.queue.arm(ArmType.ANY);
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            };
+            cq.queue.arm(ArmType.ANY);
+            round.run(); // the thread is spinning after it
+            long before = CompletionQueueProbe.deviceRequests(cq.queue);
+            for (int i = 0; i < 5; i++) {
+                round.run();
+            }
+            assertEquals(before, CompletionQueueProbe.deviceRequests(cq.queue),
+                    "device requests in 5 rounds within the spin");
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Fixture.TIMEOUT);
+            while (CompletionQueueProbe.deviceRequests(cq.queue) == before && System.nanoTime() < deadline) {
+                Thread.sleep(10); // the spin ends 0.1 s after the last round
+            }
+            assertEquals(before + 1, CompletionQueueProbe.deviceRequests(cq.queue), "asked once before waiting");
+            round.run(); // served by the device's signal
+        }
     }
 
     @Test

@@ -26,7 +26,7 @@ class VerbsProviderTckTest extends RdmaProviderTck {
     @RegisterExtension
     static final KnownDeviations DEVIATIONS = deviations();
 
-    private static KnownDeviations deviations() {
+    static KnownDeviations deviations() {
         // the device the kit runs on: Soft-RoCE in the guest, or the host's device
         String device = System.getenv("RDMA_VM_DEVICE");
         boolean rxe = device == null || device.startsWith("rxe");
@@ -36,6 +36,17 @@ class VerbsProviderTckTest extends RdmaProviderTck {
 
     /** Opens providers from the ServiceLoader factory, as a plain-Java user does. */
     static final class VerbsFixture implements ProviderFixture {
+        private final Map<String, ?> base;
+
+        VerbsFixture() {
+            this(Map.of());
+        }
+
+        /** With {@code base} added to every provider's configuration. */
+        VerbsFixture(Map<String, ?> base) {
+            this.base = base;
+        }
+
         @Override
         public ProviderPair open() throws Exception {
             return pair(Map.of());
@@ -53,8 +64,9 @@ class VerbsProviderTckTest extends RdmaProviderTck {
             }
         }
 
-        private static ProviderPair pair(Map<String, ?> configuration) throws Exception {
-            Map<String, Object> c = new HashMap<>(configuration);
+        private ProviderPair pair(Map<String, ?> configuration) throws Exception {
+            Map<String, Object> c = new HashMap<>(base);
+            c.putAll(configuration);
             Fixture f = new Fixture(c);
             RdmaProvider p = f.provider;
             return ProviderPair.of(p, p, new InetSocketAddress(f.address, 0), p::close);

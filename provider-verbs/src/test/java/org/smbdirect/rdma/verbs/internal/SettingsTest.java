@@ -22,6 +22,7 @@ class SettingsTest {
         assertEquals(7, s.retryCount);
         assertEquals(5000, s.closeTimeoutMillis);
         assertEquals(16, s.registrationCache);
+        assertEquals(0, s.completionSpinMicroseconds, "no busy polling unless asked for");
     }
 
     @Test
@@ -33,6 +34,7 @@ class SettingsTest {
         assertEquals(250, Settings.from(Map.of("closeTimeoutMillis", 250L)).closeTimeoutMillis);
         assertEquals(9, Settings.from(Map.of("connectionRequestTimeoutMillis", 9)).requestTimeoutMillis);
         assertEquals(0, Settings.from(Map.of("registrationCache", "0")).registrationCache);
+        assertEquals(100_000, Settings.from(Map.of("completionSpinMicroseconds", "100000")).completionSpinMicroseconds);
     }
 
     @Test
@@ -51,7 +53,8 @@ class SettingsTest {
     void outOfRangeOrMistypedValues_invalidParameter() {
         for (Map<String, ?> bad : List.of(Map.of("retryCount", 8), Map.of("retryCount", "many"),
                 Map.of("resolveTimeoutMillis", 0), Map.of("closeTimeoutMillis", -1), Map.of("devices", 5),
-                Map.of("registrationCache", -1),
+                Map.of("registrationCache", -1), Map.of("completionSpinMicroseconds", -1),
+                Map.of("completionSpinMicroseconds", 100_001),
                 Map.of("retryCount", 1.5))) {
             RdmaException e = assertThrows(RdmaException.class, () -> Settings.from(bad), bad::toString);
             assertEquals(RdmaStatus.INVALID_PARAMETER, e.status());

@@ -1,0 +1,19 @@
+package org.smbdirect.rdma.verbs.internal;
+
+import org.smbdirect.rdma.CompletionQueue;
+
+/** What the device tests may read of a verbs completion queue's internals. */
+public final class CompletionQueueProbe {
+    private CompletionQueueProbe() {
+    }
+
+    /**
+     * How many times the queue asked its device for a notification ({@code ibv_req_notify_cq}).
+     *
+     * @param queue a queue of the verbs provider
+     * @return the count since the queue was created
+     */
+    public static long deviceRequests(CompletionQueue queue) {
+        return ((VerbsCompletionQueue) queue).deviceRequests();
+    }
+}
