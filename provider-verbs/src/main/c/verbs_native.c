@@ -556,9 +556,10 @@ JNIEXPORT jlong FN(createQp)(JNIEnv *env, jclass cls, jlong id_ptr, jlong pd, jl
     attr.send_cq = PTR(struct ibv_cq *, send_cq);
     attr.recv_cq = PTR(struct ibv_cq *, recv_cq);
     attr.qp_type = IBV_QPT_RC;
-    /* Every send-queue request completes: slots are accounted exactly and SILENT_SUCCESS is
-     * implemented by not reporting the success. */
-    attr.sq_sig_all = 1;
+    /* Each request says whether it completes (IBV_SEND_SIGNALED): the consumer's always do, and
+     * SILENT_SUCCESS is implemented by not reporting the success; most memory window binds do
+     * not, and complete with the next request that does (see VerbsEndpoint). */
+    attr.sq_sig_all = 0;
     attr.cap.max_send_wr = (uint32_t)send_wr;
     attr.cap.max_recv_wr = (uint32_t)recv_wr;
     attr.cap.max_send_sge = (uint32_t)send_sge;

@@ -99,6 +99,8 @@ final class VerbsCompletionQueue implements CompletionQueue {
     private ArmType deviceRequest;
     /** Requests made of the device. */
     private long deviceRequests;
+    /** Work completions taken from the device; under the lock. */
+    private long workCompletions;
     private boolean notificationPending;
     private boolean overflowed;
     private int hwEntries;
@@ -179,6 +181,21 @@ final class VerbsCompletionQueue implements CompletionQueue {
         lock.lock();
         try {
             return deviceRequests;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** How many endpoints use the queue (released endpoints leave it; tests). */
+    int endpoints() {
+        return users.size();
+    }
+
+    /** How many work completions were taken from the device ({@code ibv_poll_cq}; tests). */
+    long workCompletions() {
+        lock.lock();
+        try {
+            return workCompletions;
         } finally {
             lock.unlock();
         }
@@ -409,6 +426,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
             int n;
             do {
                 n = VerbsNative.pollCq(cqPtr, recordsAddress, POLL_BATCH);
+                workCompletions += n;
                 for (int i = 0; i < n; i++) {
                     int base = i * VerbsNative.WC_SIZE;
                     long wrId = records.getLong(base + VerbsNative.WC_ID);

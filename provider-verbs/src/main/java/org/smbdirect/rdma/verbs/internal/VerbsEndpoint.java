@@ -34,17 +34,26 @@ import com.ibm.disni.verbs.impl.NatObject;
  * An endpoint: an rdma_cm identifier with a reliable-connection queue pair in its own protection
  * domain (allocated through DiSNI).
  *
- * <p>Work requests: every send-queue request is signaled, so that each one completes exactly once
- * and its slot is released by its own completion; a successful {@link RequestFlags#SILENT_SUCCESS}
- * request is simply not reported. The request context, kind and length of each request are kept
- * in rings indexed by the sequence number carried in the verbs work request id, whose upper half
- * is this endpoint's id.
+ * <p>Work requests: every request of the consumer is signaled, so that each one completes exactly
+ * once and its slot is released by its own completion; a successful {@link
+ * RequestFlags#SILENT_SUCCESS} request is simply not reported. Memory window binds are not
+ * signaled, but every {@link #SIGNALED_BIND_EVERY}th: on Soft-RoCE each work completion costs the
+ * completion thread a wake-up and two system calls, and a bind is followed by the request that
+ * hands its token to the peer anyway. A reliable connection's send queue completes in order, so a
+ * bind that precedes a reported request completed successfully (a failed one reports itself).
+ * The request context, kind and length of each request are kept in rings indexed by the sequence
+ * number carried in the verbs work request id, whose upper half is this endpoint's id.
  *
  * <p>Connection events arrive on the provider's connection thread and are delivered there.
  */
 final class VerbsEndpoint implements Endpoint {
     /** Send-queue slots kept for memory window binds on top of the consumer's depth. */
     static final int BIND_RESERVE = 32;
+    /**
+     * One memory window bind in this many is signaled, so that binds posted without any other
+     * request after them still complete within the reserve.
+     */
+    static final int SIGNALED_BIND_EVERY = BIND_RESERVE / 2;
     private static final long RECV_BIT = 1L << 31;
     private static final long SEQ_MASK = RECV_BIT - 1;
     private static final byte F_SILENT = 1;
@@ -54,6 +63,8 @@ final class VerbsEndpoint implements Endpoint {
     /** Never handed to the device: posted after a synthetic failure, completes FLUSHED. */
     private static final byte F_SYNTHETIC_FLUSH = 8;
     private static final byte F_SYNTHETIC = F_SYNTHETIC_INVALID | F_SYNTHETIC_FLUSH;
+    /** Handed to the device without IBV_SEND_SIGNALED: completes with the next reported request. */
+    private static final byte F_UNSIGNALED = 16;
     private static final byte[] NONE = new byte[0];
     /** rdma_cm reject reason of InfiniBand/RoCE when nobody listens (IB_CM_REJ_INVALID_SERVICE_ID). */
     private static final int REJ_INVALID_SERVICE_ID = 8;
@@ -133,7 +144,13 @@ final class VerbsEndpoint implements Endpoint {
     /** Number of send-queue requests completed; under the send completion queue's lock. */
     private long sendCompleted;
     /** A request failed before reaching the device: later ones are flushed without reaching it. */
-    private boolean doomed;
+    private volatile boolean doomed;
+    /** Sequence number of the last signaled request posted, -1 before the first; under sendLock. */
+    private long lastSignaledSeq = -1;
+    /** Unsignaled binds posted since the last signaled request; under sendLock. */
+    private int unsignaledRun;
+    /** Unsignaled binds posted whose completion is not accounted yet (part of internalSends). */
+    private final AtomicInteger unsignaledBinds = new AtomicInteger();
     private final AtomicInteger consumerSends = new AtomicInteger();
     private final AtomicInteger internalSends = new AtomicInteger();
     private final ByteBuffer sendRecord;
@@ -804,8 +821,13 @@ final class VerbsEndpoint implements Endpoint {
 
     // ------------------------------------------------------------------ release
 
+    /**
+     * Requests whose completion is still due. Unsignaled binds are left out: one that completed
+     * reports nothing unless a reported request follows it, and once the queue pair is in error
+     * the device finishes or flushes it either way ({@link #releaseNative} settles them).
+     */
     private int outstanding() {
-        return consumerSends.get() + internalSends.get() + receives.get();
+        return consumerSends.get() + internalSends.get() - unsignaledBinds.get() + receives.get();
     }
 
     private void scheduleRelease() {
@@ -867,6 +889,7 @@ final class VerbsEndpoint implements Endpoint {
             nativeReleased = true;
             // Windows first: a bound type 2 window holds its queue pair (Soft-RoCE waits for such
             // references when destroying the queue pair) and its memory region.
+            settleUnsignaledBinds();
             for (VerbsMemoryRegion r : regions) {
                 r.deregistered();
                 if (r.deferRelease()) {
@@ -879,7 +902,9 @@ final class VerbsEndpoint implements Endpoint {
                 }
             }
             for (VerbsMemoryRegion r : releasedUnderBind) {
-                if (r.takeWindow()) {
+                if (!r.bindInFlight()) {
+                    releaseWindow(r); // its bind was unsignaled and is settled: the window may be bound
+                } else if (r.takeWindow()) {
                     leftoverWindows.add(r.mw);
                 }
                 leftoverRegions.add(r.mr);
@@ -935,6 +960,24 @@ final class VerbsEndpoint implements Endpoint {
         recvCq.detach(this, options.receiveQueueDepth());
     }
 
+    /**
+     * At release, with the queue pair in error: an unsignaled bind that no reported request
+     * followed either completed (and reports nothing) or is flushed; its window is bound in the
+     * first case, so it is deallocated before the queue pair is destroyed, as every bound one is.
+     */
+    private void settleUnsignaledBinds() {
+        for (VerbsMemoryRegion r : regions) {
+            if (r.unsignaledBindInFlight() >= 0) {
+                r.bindCompleted();
+            }
+        }
+        for (VerbsMemoryRegion r : releasedUnderBind) {
+            if (r.unsignaledBindInFlight() >= 0) {
+                r.bindCompleted();
+            }
+        }
+    }
+
     /** The request this passive endpoint was created for while it is still unanswered, else {@code null}. */
     VerbsConnectionRequest unansweredRequest() {
         synchronized (lock) {
@@ -967,20 +1010,51 @@ final class VerbsEndpoint implements Endpoint {
      * is taken now (a poll, no waiting), so that a deregistration after the token was used revokes
      * it at once. A bind really still in flight (queued behind other requests) leaves the release
      * to its completion; until then the peer cannot know the token, which travels only in requests
-     * posted after the bind.
+     * posted after the bind. An unsignaled bind completes with the next reported request: when
+     * none follows it, a local invalidate of its window, which is reported, is posted behind it.
+     *
+     * @param wasValid whether the token was valid until now (an invalidated one was bound before)
      */
-    private boolean deferUnderBind(VerbsMemoryRegion r) {
+    private boolean deferUnderBind(VerbsMemoryRegion r, boolean wasValid) {
         if (r.mw == 0) {
             return false;
         }
         if (r.bindInFlight()) {
             sendCq.reap();
+            long seq = r.unsignaledBindInFlight();
+            if (seq >= 0 && !wasValid) {
+                r.bindCompleted(); // the token was invalidated, so it had been bound
+            } else if (seq >= 0) {
+                invalidateBehindUnsignaledBind(r, seq);
+            }
         }
+        // listed first: a completion that ends the bind right after deferRelease finds it
+        releasedUnderBind.add(r);
         if (!r.deferRelease()) {
+            releasedUnderBind.remove(r);
             return false;
         }
-        releasedUnderBind.add(r);
         return true;
+    }
+
+    /**
+     * Posts a signaled local invalidate of a deregistered region's window behind its unsignaled
+     * bind when no reported request follows the bind, so that the bind's completion, and with it
+     * the window's release, comes. When the internal reserve is full or the connection is ending,
+     * the release waits for the next reported request or the endpoint's release.
+     */
+    private void invalidateBehindUnsignaledBind(VerbsMemoryRegion r, long bindSeq) {
+        synchronized (sendLock) {
+            if (lastSignaledSeq > bindSeq || doomed || internalSends.get() >= BIND_RESERVE) {
+                return;
+            }
+            try {
+                post(VerbsNative.OP_LOCAL_INV, null, F_INTERNAL, VerbsNative.SEND_SIGNALED, r, 0, 0, r.token, 0);
+            } catch (RdmaException e) {
+                VerbsProvider.LOG.log(Level.DEBUG, () -> "no local invalidate behind an unsignaled bind: "
+                        + e.getMessage() + "; the window is released with the next reported request or the endpoint");
+            }
+        }
     }
 
     /**
@@ -1201,7 +1275,7 @@ final class VerbsEndpoint implements Endpoint {
             return; // released with the endpoint
         }
         byToken.remove(region.token, region);
-        if (deferUnderBind(region)) {
+        if (deferUnderBind(region, true)) {
             return;
         }
         freeNow(region);
@@ -1244,6 +1318,7 @@ final class VerbsEndpoint implements Endpoint {
         for (int attempt = 0; attempt < 2; attempt++) {
             synchronized (sendLock) {
                 if (internalSends.get() < BIND_RESERVE) {
+                    boolean signaled = unsignaledRun + 1 >= SIGNALED_BIND_EVERY;
                     ByteBuffer rec = sendRecord;
                     rec.putLong(VerbsNative.WR_BIND_MW, r.mw);
                     rec.putLong(VerbsNative.WR_BIND_MR, r.mr);
@@ -1251,9 +1326,10 @@ final class VerbsEndpoint implements Endpoint {
                     rec.putLong(VerbsNative.WR_BIND_LENGTH, r.length);
                     rec.putInt(VerbsNative.WR_BIND_RKEY, r.token);
                     rec.putInt(VerbsNative.WR_BIND_ACCESS, remoteAccessFlags(r.access));
-                    r.bindPosted();
+                    r.bindPosted(sendSeq, !signaled);
                     try {
-                        post(VerbsNative.OP_BIND_MW, null, F_INTERNAL, 0, r, 0, 0, 0, 0);
+                        post(VerbsNative.OP_BIND_MW, null, signaled ? F_INTERNAL : F_INTERNAL | F_UNSIGNALED,
+                                signaled ? VerbsNative.SEND_SIGNALED : 0, r, 0, 0, 0, 0);
                     } catch (RdmaException | RuntimeException e) {
                         r.bindCompleted();
                         throw e;
@@ -1272,6 +1348,7 @@ final class VerbsEndpoint implements Endpoint {
     @Override
     public void deregister(MemoryRegion region) throws RdmaException {
         VerbsMemoryRegion r = own(region, RdmaStatus.INVALID_PARAMETER);
+        boolean wasValid;
         synchronized (r) {
             if (r.state() == VerbsMemoryRegion.DEREGISTERED && !regions.contains(r)) {
                 throw new RdmaException(RdmaStatus.INVALID_TOKEN, "the region is already deregistered");
@@ -1279,13 +1356,14 @@ final class VerbsEndpoint implements Endpoint {
             if (!regions.remove(r)) {
                 throw new RdmaException(RdmaStatus.INVALID_TOKEN, "the region is already deregistered");
             }
+            wasValid = r.state() == VerbsMemoryRegion.VALID;
             r.deregistered();
         }
         byToken.remove(r.token, r);
         synchronized (lock) {
             pendingBinds.remove(r);
         }
-        if (deferUnderBind(r)) {
+        if (deferUnderBind(r, wasValid)) {
             return;
         }
         releaseWindow(r);
@@ -1372,6 +1450,12 @@ final class VerbsEndpoint implements Endpoint {
         while (sendCompleted < sendSeq) {
             int slot = (int) (sendCompleted % sqSize);
             byte flag = sendFlag[slot];
+            if ((flag & F_UNSIGNALED) != 0 && doomed) {
+                // Nothing reported follows it on the device any more: it completed, or the queue
+                // pair's error flushes it (a late report of it is then ignored).
+                settleUnsignaled(slot);
+                continue;
+            }
             if ((flag & F_SYNTHETIC) == 0) {
                 return;
             }
@@ -1698,7 +1782,7 @@ final class VerbsEndpoint implements Endpoint {
         ByteBuffer rec = sendRecord;
         rec.putLong(VerbsNative.WR_ID, ((long) id << 32) | slot);
         rec.putInt(VerbsNative.WR_OPCODE, op);
-        rec.putInt(VerbsNative.WR_FLAGS, internal ? VerbsNative.SEND_SIGNALED : ibvFlags);
+        rec.putInt(VerbsNative.WR_FLAGS, ibvFlags);
         rec.putLong(VerbsNative.WR_REMOTE_ADDR, remoteOffset);
         rec.putInt(VerbsNative.WR_RKEY, rkey);
         rec.putInt(VerbsNative.WR_INVALIDATE, invalidate);
@@ -1708,8 +1792,12 @@ final class VerbsEndpoint implements Endpoint {
         sendFlag[slot] = flag;
         sendBytes[slot] = bytes;
         sendRegion[slot] = region;
+        boolean unsignaled = (flag & F_UNSIGNALED) != 0;
         if (internal) {
             internalSends.incrementAndGet();
+        }
+        if (unsignaled) {
+            unsignaledBinds.incrementAndGet();
         }
         nativeLock.readLock().lock();
         try {
@@ -1723,9 +1811,18 @@ final class VerbsEndpoint implements Endpoint {
             if (internal) {
                 internalSends.decrementAndGet();
             }
+            if (unsignaled) {
+                unsignaledBinds.decrementAndGet();
+            }
             throw e.toRdmaException("posting a " + opName(op));
         } finally {
             nativeLock.readLock().unlock();
+        }
+        if (unsignaled) {
+            unsignaledRun++;
+        } else {
+            unsignaledRun = 0;
+            lastSignaledSeq = seq;
         }
         sendSeq = seq + 1;
     }
@@ -1820,6 +1917,13 @@ final class VerbsEndpoint implements Endpoint {
             }
             cq.enqueueLocked(out);
         } else {
+            settleUnsignaledBefore(slot);
+            if ((int) (sendCompleted % sqSize) != slot) {
+                // an unsignaled bind already settled when the connection was doomed: its flush
+                // (sendSeq is not compared: a request's completion may be taken before its post
+                // has counted it)
+                return;
+            }
             Object context = sendContext[slot];
             int op = sendOp[slot];
             byte flag = sendFlag[slot];
@@ -1831,9 +1935,10 @@ final class VerbsEndpoint implements Endpoint {
             RdmaStatus status = WcStatus.map(wcStatus, type(op), provider.softRoce);
             if ((flag & F_INTERNAL) != 0) {
                 internalSends.decrementAndGet();
-                if (region != null && region.bindCompleted() && releasedUnderBind.remove(region)) {
-                    freeNow(region); // deregistered while its bind was in flight
+                if ((flag & F_UNSIGNALED) != 0) {
+                    unsignaledBinds.decrementAndGet(); // it failed, or was flushed
                 }
+                bindSettled(region);
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && region != null
                         && region.state() != VerbsMemoryRegion.DEREGISTERED) {
                     region.invalidated();
@@ -1864,6 +1969,39 @@ final class VerbsEndpoint implements Endpoint {
         }
         if (closeRequested && outstanding() == 0) {
             scheduleRelease();
+        }
+    }
+
+    /**
+     * Accounts the unsignaled binds that precede the reported request in {@code slot} as
+     * completed: the send queue of a reliable connection completes in order, and a failed
+     * request reports itself. The binds before {@code slot} were counted in sendSeq before it was
+     * posted. Under the send completion queue's lock.
+     */
+    private void settleUnsignaledBefore(int slot) {
+        while (sendCompleted < sendSeq) {
+            int s = (int) (sendCompleted % sqSize);
+            if (s == slot || (sendFlag[s] & F_UNSIGNALED) == 0) {
+                return;
+            }
+            settleUnsignaled(s);
+        }
+    }
+
+    private void settleUnsignaled(int s) {
+        VerbsMemoryRegion region = sendRegion[s];
+        sendContext[s] = null;
+        sendRegion[s] = null;
+        sendCompleted++;
+        internalSends.decrementAndGet();
+        unsignaledBinds.decrementAndGet();
+        bindSettled(region);
+    }
+
+    /** A window's bind completed: a region deregistered while it was in flight is freed now. */
+    private void bindSettled(VerbsMemoryRegion region) {
+        if (region != null && region.bindCompleted() && releasedUnderBind.remove(region)) {
+            freeNow(region);
         }
     }
 

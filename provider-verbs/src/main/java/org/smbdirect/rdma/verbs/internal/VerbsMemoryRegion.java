@@ -32,6 +32,10 @@ final class VerbsMemoryRegion implements MemoryRegion {
     private volatile boolean windowReleased;
     /** A bind of the window is posted and has not completed. Guarded by this. */
     private boolean bindInFlight;
+    /** The bind in flight reports no completion of its own (see VerbsEndpoint). Guarded by this. */
+    private boolean bindUnsignaled;
+    /** The send-queue sequence number of the last bind posted. Guarded by this. */
+    private long bindSeq;
     /** The window was released while its bind was in flight: free it when the bind completes. */
     private boolean releaseWhenBound;
 
@@ -108,8 +112,10 @@ final class VerbsMemoryRegion implements MemoryRegion {
     }
 
     /** A bind of the window is about to be posted. */
-    synchronized void bindPosted() {
+    synchronized void bindPosted(long seq, boolean unsignaled) {
         bindInFlight = true;
+        bindSeq = seq;
+        bindUnsignaled = unsignaled;
     }
 
     /**
@@ -122,6 +128,14 @@ final class VerbsMemoryRegion implements MemoryRegion {
         boolean release = releaseWhenBound;
         releaseWhenBound = false;
         return release;
+    }
+
+    /**
+     * The send-queue sequence number of the bind in flight when it reports no completion of its
+     * own, else -1.
+     */
+    synchronized long unsignaledBindInFlight() {
+        return bindInFlight && bindUnsignaled ? bindSeq : -1;
     }
 
     /** Whether a bind of the window is posted and its completion not yet taken. */

@@ -20,6 +20,7 @@ import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.rdma.Sge;
+import org.smbdirect.rdma.verbs.internal.CompletionQueueProbe;
 
 /**
  * Tokens and their invalidation: send with invalidate (NdkSendAndInvalidate), local invalidate,
@@ -175,6 +176,73 @@ class InvalidationDeviceTest {
         assertEquals(RdmaStatus.SUCCESS, p.serverCq.one(Fixture.TIMEOUT).status());
         p.server.postInvalidate("again", exposed, RequestFlags.NONE);
         assertEquals(RdmaStatus.INVALID_TOKEN, p.serverCq.one(Fixture.TIMEOUT).status());
+    }
+
+    /**
+     * A window's bind reports no work completion (on Soft-RoCE each costs the completion thread a
+     * wake-up and two system calls): the send that hands the token over completes it, and the
+     * token works, and ends with its deregistration, as before.
+     */
+    @Test
+    void bind_reportsNoWorkCompletion_theSendAfterItCompletesIt_tokenWorksUntilDeregistered() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion rx = p.client.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        MemoryRegion tx = p.server.register(Fixture.direct(8), 0);
+        p.client.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        long before = CompletionQueueProbe.workCompletions(p.serverCq.queue);
+        MemoryRegion exposed = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE | Access.REMOTE_READ);
+        exposed.buffer().put(0, (byte) 9);
+        p.server.postSend("token", new Sge[] {Sge.of(tx)}, 1, RequestFlags.NONE);
+        assertEquals(RdmaStatus.SUCCESS, p.serverCq.one(Fixture.TIMEOUT).status());
+        assertEquals(1, CompletionQueueProbe.workCompletions(p.serverCq.queue) - before,
+                "work completions of the bind and the send: the send's only");
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.one(Fixture.TIMEOUT).status(), "the send arrived");
+        assertEquals(RdmaStatus.SUCCESS, read(p, dst, exposed).status(), "the token reads");
+        assertEquals(9, dst.buffer().get(0));
+        p.server.deregister(exposed);
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, read(p, dst, exposed).status(), "and is dead once deregistered");
+    }
+
+    /**
+     * Registrations with no other request between them: more than the binds' reserve of the send
+     * queue, none refused, because one bind in {@code SIGNALED_BIND_EVERY} reports its completion
+     * and with it those before it. The first and the last token both read.
+     */
+    @Test
+    void manyRegistrationsWithNothingPostedBetween_noneRefused_firstAndLastTokenRead() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion dst = p.client.register(Fixture.direct(8), Access.LOCAL_WRITE);
+        MemoryRegion[] regions = new MemoryRegion[200];
+        for (int i = 0; i < regions.length; i++) {
+            regions[i] = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE | Access.REMOTE_READ);
+            regions[i].buffer().put(0, (byte) (i + 1));
+        }
+        assertEquals(RdmaStatus.SUCCESS, read(p, dst, regions[0]).status(), "the first token");
+        assertEquals(1, dst.buffer().get(0));
+        assertEquals(RdmaStatus.SUCCESS, read(p, dst, regions[199]).status(), "the last token");
+        assertEquals((byte) 200, dst.buffer().get(0));
+    }
+
+    /**
+     * An endpoint closed right after a registration whose bind reported nothing is released at
+     * once: it does not wait for a completion that will never be reported (here the forced
+     * release would come after 60 s).
+     */
+    @Test
+    void close_afterABindThatReportsNothing_endpointReleasedAtOnce() throws Exception {
+        try (Fixture patient = new Fixture(java.util.Map.of("closeTimeoutMillis", 60_000))) {
+            Fixture.Pair p = patient.connect();
+            p.server.register(Fixture.direct(64), Access.LOCAL_WRITE | Access.REMOTE_READ);
+            assertEquals(1, CompletionQueueProbe.endpoints(p.serverCq.queue));
+            p.server.close();
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Fixture.TIMEOUT);
+            while (CompletionQueueProbe.endpoints(p.serverCq.queue) > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(0, CompletionQueueProbe.endpoints(p.serverCq.queue), "released within "
+                    + Fixture.TIMEOUT + " ms");
+        }
     }
 
     @Test

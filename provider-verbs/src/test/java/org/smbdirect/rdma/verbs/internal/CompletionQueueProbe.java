@@ -16,4 +16,25 @@ public final class CompletionQueueProbe {
     public static long deviceRequests(CompletionQueue queue) {
         return ((VerbsCompletionQueue) queue).deviceRequests();
     }
+
+    /**
+     * How many work completions the queue took from its device ({@code ibv_poll_cq}), reported
+     * to the consumer or not.
+     *
+     * @param queue a queue of the verbs provider
+     * @return the count since the queue was created
+     */
+    public static long workCompletions(CompletionQueue queue) {
+        return ((VerbsCompletionQueue) queue).workCompletions();
+    }
+
+    /**
+     * How many endpoints use the queue: an endpoint leaves it when it is released.
+     *
+     * @param queue a queue of the verbs provider
+     * @return the endpoints not released yet
+     */
+    public static int endpoints(CompletionQueue queue) {
+        return ((VerbsCompletionQueue) queue).endpoints();
+    }
 }
