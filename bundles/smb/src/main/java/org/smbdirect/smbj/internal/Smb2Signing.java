@@ -1,6 +1,7 @@
 package org.smbdirect.smbj.internal;
 
 import java.security.MessageDigest;
+import java.util.concurrent.atomic.AtomicReference;
 
 import javax.crypto.SecretKey;
 
@@ -17,6 +18,12 @@ import com.hierynomus.security.SecurityProvider;
  */
 final class Smb2Signing {
     private final SecurityProvider provider;
+    /**
+     * The MAC used last, with the key it was initialised with, while no thread uses it: a new MAC
+     * per message (allocation, key schedule, subkeys) costs about as much as the MAC of a small
+     * message itself. Taken and given back, so that two threads never share one.
+     */
+    private final AtomicReference<KeyedMac> idle = new AtomicReference<>();
 
     Smb2Signing(SecurityProvider provider) {
         this.provider = provider;
@@ -41,12 +48,35 @@ final class Smb2Signing {
     }
 
     private byte[] signature(byte[] message, SecretKey key) throws SecurityException {
-        Mac mac = provider.getMac(key.getAlgorithm());
-        mac.init(key.getEncoded());
+        KeyedMac m = take(key);
+        Mac mac = m.mac;
         mac.update(message, 0, Smb2Messages.SIGNATURE);
         mac.update(new byte[Smb2Messages.SIGNATURE_SIZE]);
         int rest = Smb2Messages.SIGNATURE + Smb2Messages.SIGNATURE_SIZE;
         mac.update(message, rest, message.length - rest);
-        return mac.doFinal();
+        byte[] signature = mac.doFinal(); // resets the MAC to its key
+        idle.set(m);
+        return signature;
+    }
+
+    /** The idle MAC when it has this key (the same key object), else a new one initialised with it. */
+    private KeyedMac take(SecretKey key) throws SecurityException {
+        KeyedMac m = idle.getAndSet(null);
+        if (m != null && m.key == key) {
+            return m;
+        }
+        Mac mac = provider.getMac(key.getAlgorithm());
+        mac.init(key.getEncoded());
+        return new KeyedMac(key, mac);
+    }
+
+    private static final class KeyedMac {
+        final SecretKey key;
+        final Mac mac;
+
+        KeyedMac(SecretKey key, Mac mac) {
+            this.key = key;
+            this.mac = mac;
+        }
     }
 }

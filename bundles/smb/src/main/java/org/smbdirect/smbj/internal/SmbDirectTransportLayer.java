@@ -43,6 +43,7 @@ import com.hierynomus.smbj.SmbConfig;
 import com.hierynomus.smbj.connection.Connection;
 import com.hierynomus.smbj.connection.PacketEncryptor;
 import com.hierynomus.smbj.connection.PacketSignatory;
+import com.hierynomus.smbj.connection.SessionTable;
 import com.hierynomus.smbj.session.Session;
 
 /**
@@ -81,6 +82,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private final Map<Long, PendingRequest> pending = new ConcurrentHashMap<>();
     private final Map<Long, byte[]> rdmaReadData = new ConcurrentHashMap<>();
     private final BufferPool buffers = new BufferPool();
+    /** smbj's session table (see {@link SmbjInternals#sessionTable}), once needed. */
+    private volatile SessionTable sessions;
     private volatile SmbDirectConnection connection;
     private volatile Limits limits;
     private volatile boolean closing;
@@ -273,8 +276,19 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 + e.loss().message() + "; " + packet + " was not sent", e);
     }
 
+    /** smbj's session of that id, or {@code null} when it has none (yet, or any more). */
+    private Session session(long sessionId) {
+        SessionTable table = sessions;
+        if (table == null) {
+            // looked up reflectively once (smbj never replaces it), not for every message
+            table = SmbjInternals.sessionTable(smbj);
+            sessions = table;
+        }
+        return table.find(sessionId);
+    }
+
     private SecretKey signingKey(SMB2Packet inner) throws TransportException {
-        Session session = SmbjInternals.session(smbj, inner.getHeader().getSessionId());
+        Session session = session(inner.getHeader().getSessionId());
         SecretKey key = session == null ? null : session.getSigningKey(inner.getHeader(), true);
         if (key == null) {
             throw new TransportException("no signing key for session " + inner.getHeader().getSessionId());
@@ -439,7 +453,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 || Smb2Messages.i32(bytes, Smb2Messages.NEXT_COMMAND) != 0) {
             return true;
         }
-        Session session = SmbjInternals.session(smbj, sessionId);
+        Session session = session(sessionId);
         SecretKey key = session == null ? null : session.getSigningKey(data.getHeader(), false);
         if (key == null || signing.verify(bytes, key)) {
             return true;

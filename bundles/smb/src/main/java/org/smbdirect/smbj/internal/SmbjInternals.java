@@ -5,7 +5,6 @@ import java.lang.reflect.Method;
 
 import com.hierynomus.smbj.connection.Connection;
 import com.hierynomus.smbj.connection.SessionTable;
-import com.hierynomus.smbj.session.Session;
 
 /**
  * The one part of smbj the transport reaches that smbj does not make public: a connection's
@@ -42,11 +41,14 @@ final class SmbjInternals {
         }
     }
 
-    /** The connection's session of that id, or {@code null} when it has none (yet, or any more). */
-    static Session session(Connection connection, long sessionId) {
+    /**
+     * The connection's session table: smbj sets it in the connection's constructor, before the
+     * transport layer is made, and never replaces it, so a caller may keep it.
+     */
+    static SessionTable sessionTable(Connection connection) {
         check();
         try {
-            return ((SessionTable) SESSION_TABLE.invoke(connection)).find(sessionId);
+            return (SessionTable) SESSION_TABLE.invoke(connection);
         } catch (IllegalAccessException e) {
             throw new IllegalStateException(e);
         } catch (InvocationTargetException e) {
