@@ -119,6 +119,13 @@ public final class VerbsProvider implements RdmaProvider {
     private final Set<VerbsCompletionQueue> queues = ConcurrentHashMap.newKeySet();
     private final Set<VerbsListener> listeners = ConcurrentHashMap.newKeySet();
     private final SecureRandom random = new SecureRandom();
+    /**
+     * Key bytes drawn from {@link #random} a block at a time (under its lock): each draw of a
+     * NativePRNG reads the kernel's generator and mixes in a SHA-1, and every registration of
+     * remote memory takes a key.
+     */
+    private final byte[] keyBytes = new byte[64];
+    private int keyBytesUsed = keyBytes.length;
     private final Object closeLock = new Object();
     private volatile boolean closed;
 
@@ -420,7 +427,11 @@ public final class VerbsProvider implements RdmaProvider {
         int key;
         synchronized (random) {
             do {
-                key = random.nextInt(256);
+                if (keyBytesUsed == keyBytes.length) {
+                    random.nextBytes(keyBytes);
+                    keyBytesUsed = 0;
+                }
+                key = keyBytes[keyBytesUsed++] & 0xff;
             } while (key == old);
         }
         return (rkey & ~0xff) | key;
