@@ -966,15 +966,13 @@ final class VerbsEndpoint implements Endpoint {
      * first case, so it is deallocated before the queue pair is destroyed, as every bound one is.
      */
     private void settleUnsignaledBinds() {
-        for (VerbsMemoryRegion r : regions) {
-            if (r.unsignaledBindInFlight() >= 0) {
-                r.bindCompleted();
-            }
-        }
-        for (VerbsMemoryRegion r : releasedUnderBind) {
-            if (r.unsignaledBindInFlight() >= 0) {
-                r.bindCompleted();
-            }
+        regions.forEach(VerbsEndpoint::settleUnsignaledBind);
+        releasedUnderBind.forEach(VerbsEndpoint::settleUnsignaledBind);
+    }
+
+    private static void settleUnsignaledBind(VerbsMemoryRegion r) {
+        if (r.unsignaledBindInFlight() >= 0) {
+            r.bindCompleted();
         }
     }
 
