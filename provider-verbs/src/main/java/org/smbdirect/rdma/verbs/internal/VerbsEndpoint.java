@@ -34,13 +34,15 @@ import com.ibm.disni.verbs.impl.NatObject;
  * An endpoint: an rdma_cm identifier with a reliable-connection queue pair in its own protection
  * domain (allocated through DiSNI).
  *
- * <p>Work requests: every request of the consumer is signaled, so that each one completes exactly
- * once and its slot is released by its own completion; a successful {@link
- * RequestFlags#SILENT_SUCCESS} request is simply not reported. Memory window binds are not
- * signaled, but every {@link #SIGNALED_BIND_EVERY}th: on Soft-RoCE each work completion costs the
- * completion thread a wake-up and two system calls, and a bind is followed by the request that
- * hands its token to the peer anyway. A reliable connection's send queue completes in order, so a
- * bind that precedes a reported request completed successfully (a failed one reports itself).
+ * <p>Work requests: a request the consumer wants reported is signaled, and its slot is released by
+ * its own completion. A {@link RequestFlags#SILENT_SUCCESS} send, RDMA Write or RDMA Read is not
+ * signaled, but one in half the consumer's send-queue depth is (as perftest's {@code --cq-mod}):
+ * on Soft-RoCE every work completion costs the device's completer and the poller work, and no one
+ * is to see this one. Memory window binds are not signaled either, but every {@link
+ * #SIGNALED_BIND_EVERY}th, as a bind is followed by the request that hands its token to the peer
+ * anyway. A reliable connection's send queue completes in order, so an unsignaled request that
+ * precedes a reported one completed successfully (a failed one reports itself), and its slot is
+ * released then; a silent local invalidate stays signaled, because its completion frees its window.
  * The request context, kind and length of each request are kept in rings indexed by the sequence
  * number carried in the verbs work request id, whose upper half is this endpoint's id.
  *
@@ -147,10 +149,15 @@ final class VerbsEndpoint implements Endpoint {
     private volatile boolean doomed;
     /** Sequence number of the last signaled request posted, -1 before the first; under sendLock. */
     private long lastSignaledSeq = -1;
-    /** Unsignaled binds posted since the last signaled request; under sendLock. */
+    /** Unsignaled requests posted since the last signaled request; under sendLock. */
     private int unsignaledRun;
-    /** Unsignaled binds posted whose completion is not accounted yet (part of internalSends). */
-    private final AtomicInteger unsignaledBinds = new AtomicInteger();
+    /**
+     * Unsignaled requests posted whose completion is not accounted yet (binds, part of
+     * internalSends, and silent consumer requests, part of consumerSends).
+     */
+    private final AtomicInteger unsignaled = new AtomicInteger();
+    /** A silent consumer request is signaled when it would make the unsignaled run this long. */
+    private final int signaledSilentEvery;
     private final AtomicInteger consumerSends = new AtomicInteger();
     private final AtomicInteger internalSends = new AtomicInteger();
     private final ByteBuffer sendRecord;
@@ -184,6 +191,7 @@ final class VerbsEndpoint implements Endpoint {
         // without windows a region's own rkey grants remote access: such a region is never kept
         this.cache = new RegistrationCache(provider.memoryWindows ? provider.settings.registrationCache : 0);
         this.sqSize = options.sendQueueDepth() + reserve;
+        this.signaledSilentEvery = Math.max(1, options.sendQueueDepth() / 2);
         this.sendContext = new Object[sqSize];
         this.sendOp = new byte[sqSize];
         this.sendFlag = new byte[sqSize];
@@ -822,12 +830,12 @@ final class VerbsEndpoint implements Endpoint {
     // ------------------------------------------------------------------ release
 
     /**
-     * Requests whose completion is still due. Unsignaled binds are left out: one that completed
+     * Requests whose completion is still due. Unsignaled requests are left out: one that completed
      * reports nothing unless a reported request follows it, and once the queue pair is in error
-     * the device finishes or flushes it either way ({@link #releaseNative} settles them).
+     * the device finishes or flushes it either way ({@link #releaseNative} settles the binds).
      */
     private int outstanding() {
-        return consumerSends.get() + internalSends.get() - unsignaledBinds.get() + receives.get();
+        return consumerSends.get() + internalSends.get() - unsignaled.get() + receives.get();
     }
 
     private void scheduleRelease() {
@@ -1775,6 +1783,10 @@ final class VerbsEndpoint implements Endpoint {
             postSynthetic(op, context, F_SYNTHETIC_FLUSH, region);
             return;
         }
+        if ((flag & F_SILENT) != 0 && op != VerbsNative.OP_LOCAL_INV && unsignaledRun + 1 < signaledSilentEvery) {
+            flag |= F_UNSIGNALED;
+            ibvFlags &= ~VerbsNative.SEND_SIGNALED;
+        }
         long seq = sendSeq;
         int slot = (int) (seq % sqSize);
         ByteBuffer rec = sendRecord;
@@ -1795,7 +1807,7 @@ final class VerbsEndpoint implements Endpoint {
             internalSends.incrementAndGet();
         }
         if (unsignaled) {
-            unsignaledBinds.incrementAndGet();
+            this.unsignaled.incrementAndGet();
         }
         nativeLock.readLock().lock();
         try {
@@ -1810,7 +1822,7 @@ final class VerbsEndpoint implements Endpoint {
                 internalSends.decrementAndGet();
             }
             if (unsignaled) {
-                unsignaledBinds.decrementAndGet();
+                this.unsignaled.decrementAndGet();
             }
             throw e.toRdmaException("posting a " + opName(op));
         } finally {
@@ -1931,11 +1943,11 @@ final class VerbsEndpoint implements Endpoint {
             sendRegion[slot] = null;
             sendCompleted++;
             RdmaStatus status = WcStatus.map(wcStatus, type(op), provider.softRoce);
+            if ((flag & F_UNSIGNALED) != 0) {
+                unsignaled.decrementAndGet(); // it failed, or was flushed
+            }
             if ((flag & F_INTERNAL) != 0) {
                 internalSends.decrementAndGet();
-                if ((flag & F_UNSIGNALED) != 0) {
-                    unsignaledBinds.decrementAndGet(); // it failed, or was flushed
-                }
                 bindSettled(region);
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && region != null
                         && region.state() != VerbsMemoryRegion.DEREGISTERED) {
@@ -1971,10 +1983,10 @@ final class VerbsEndpoint implements Endpoint {
     }
 
     /**
-     * Accounts the unsignaled binds that precede the reported request in {@code slot} as
+     * Accounts the unsignaled requests that precede the reported request in {@code slot} as
      * completed: the send queue of a reliable connection completes in order, and a failed
-     * request reports itself. The binds before {@code slot} were counted in sendSeq before it was
-     * posted. Under the send completion queue's lock.
+     * request reports itself. The requests before {@code slot} were counted in sendSeq before it
+     * was posted. Under the send completion queue's lock.
      */
     private void settleUnsignaledBefore(int slot) {
         while (sendCompleted < sendSeq) {
@@ -1986,14 +1998,19 @@ final class VerbsEndpoint implements Endpoint {
         }
     }
 
+    /** An unsignaled request completed successfully: a bind settles its window; a silent request frees its slot. */
     private void settleUnsignaled(int s) {
         VerbsMemoryRegion region = sendRegion[s];
         sendContext[s] = null;
         sendRegion[s] = null;
         sendCompleted++;
-        internalSends.decrementAndGet();
-        unsignaledBinds.decrementAndGet();
-        bindSettled(region);
+        unsignaled.decrementAndGet();
+        if ((sendFlag[s] & F_INTERNAL) != 0) {
+            internalSends.decrementAndGet();
+            bindSettled(region);
+        } else {
+            consumerSends.decrementAndGet();
+        }
     }
 
     /** A window's bind completed: a region deregistered while it was in flight is freed now. */

@@ -21,6 +21,7 @@ import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.rdma.Sge;
+import org.smbdirect.rdma.verbs.internal.CompletionQueueProbe;
 
 /** The RDMA service over a device: sends into receives, RDMA Read and Write with rights and bounds. */
 class DataTransferDeviceTest {
@@ -218,6 +219,94 @@ class DataTransferDeviceTest {
             assertEquals(RdmaStatus.SUCCESS, received.get(i).status());
         }
         p.clientCq.expectEmpty(100);
+    }
+
+    /**
+     * Silent RDMA Writes reach the device unsignaled but one in half the send queue's depth (as
+     * perftest's {@code --cq-mod}): of eight writes the device reports two work completions, the
+     * consumer sees only the one it asked for, every byte arrived, and that completion frees the
+     * slots of the silent writes before it.
+     */
+    @Test
+    void silentWrites_onlyOneInHalfTheDepthSignaled_theReportedOneFreesTheSlotsBeforeIt() throws Exception {
+        Fixture.Pair p = f.connect(b -> b.sendQueueDepth(8));
+        MemoryRegion target = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        MemoryRegion src = p.client.register(Fixture.direct(16), 0);
+        for (int i = 0; i < 16; i++) {
+            src.buffer().put(i, (byte) (i + 1));
+        }
+        long before = CompletionQueueProbe.workCompletions(p.clientCq.queue);
+        for (int i = 0; i < 7; i++) {
+            p.client.postWrite("silent" + i, new Sge[] {Sge.of(src, i, 1)}, 1, target.remoteOffset() + i,
+                    target.token(), RequestFlags.SILENT_SUCCESS);
+        }
+        p.client.postWrite("loud", new Sge[] {Sge.of(src, 7, 1)}, 1, target.remoteOffset() + 7, target.token(),
+                RequestFlags.NONE);
+        CompletionResult c = p.clientCq.one(Fixture.TIMEOUT);
+        assertEquals("loud", c.requestContext());
+        assertEquals(RdmaStatus.SUCCESS, c.status());
+        assertEquals(2, CompletionQueueProbe.workCompletions(p.clientCq.queue) - before,
+                "work completions: the fourth silent write's (the depth is 8) and the loud one's");
+        for (int i = 0; i < 8; i++) {
+            assertEquals(i + 1, target.buffer().get(i), "byte " + i);
+        }
+        // every slot is free again: eight more silent writes are taken at once
+        for (int i = 0; i < 8; i++) {
+            p.client.postWrite("again" + i, new Sge[] {Sge.of(src, 8 + i, 1)}, 1, target.remoteOffset() + 8 + i,
+                    target.token(), RequestFlags.SILENT_SUCCESS);
+        }
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Fixture.TIMEOUT);
+        while (target.buffer().get(15) != 16 && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        for (int i = 8; i < 16; i++) {
+            assertEquals(i + 1, target.buffer().get(i), "byte " + i);
+        }
+        p.clientCq.expectEmpty(100);
+    }
+
+    /**
+     * A failed silent request is reported even when it went to the device unsignaled (a request
+     * that fails always reports itself), with its own context; the connection ends.
+     */
+    @Test
+    void silentWrite_unsignaledAndFailing_reportedWithItsContext() throws Exception {
+        Fixture.Pair p = f.connect(b -> b.sendQueueDepth(8));
+        MemoryRegion readOnly = p.server.register(Fixture.direct(16), Access.REMOTE_READ);
+        MemoryRegion src = p.client.register(Fixture.direct(8), 0);
+        long before = CompletionQueueProbe.workCompletions(p.clientCq.queue);
+        p.client.postWrite("silent", new Sge[] {Sge.of(src)}, 1, readOnly.remoteOffset(), readOnly.token(),
+                RequestFlags.SILENT_SUCCESS);
+        CompletionResult c = p.clientCq.one(Fixture.TIMEOUT);
+        assertEquals("silent", c.requestContext());
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, c.status());
+        assertEquals(1, CompletionQueueProbe.workCompletions(p.clientCq.queue) - before);
+        assertEquals(0, readOnly.buffer().get(0), "nothing was written");
+    }
+
+    /**
+     * An endpoint closed with silent requests that reported nothing is released at once: it does
+     * not wait for completions that will never be reported (the forced release would come after
+     * 60 s).
+     */
+    @Test
+    void close_afterSilentWritesThatReportNothing_endpointReleasedAtOnce() throws Exception {
+        try (Fixture patient = new Fixture(java.util.Map.of("closeTimeoutMillis", 60_000))) {
+            Fixture.Pair p = patient.connect(b -> b.sendQueueDepth(8));
+            MemoryRegion target = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            MemoryRegion src = p.client.register(Fixture.direct(8), 0);
+            for (int i = 0; i < 3; i++) {
+                p.client.postWrite(null, new Sge[] {Sge.of(src)}, 1, target.remoteOffset(), target.token(),
+                        RequestFlags.SILENT_SUCCESS);
+            }
+            p.client.close();
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Fixture.TIMEOUT);
+            while (CompletionQueueProbe.endpoints(p.clientCq.queue) > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(0, CompletionQueueProbe.endpoints(p.clientCq.queue), "released within "
+                    + Fixture.TIMEOUT + " ms");
+        }
     }
 
     private static void postWithRetry(Fixture.Pair p, MemoryRegion tx) throws Exception {

@@ -28,8 +28,10 @@ import org.smbdirect.rdma.Sge;
 /**
  * The operations perftest measures ({@code ib_write_bw}, {@code ib_read_bw}, {@code ib_send_bw},
  * {@code ib_send_lat}), done through the verbs provider between two endpoints on one device, with
- * perftest's defaults: 128 requests in flight, one buffer reused, busy polling, inline sends for
- * the latency test. Prints one line per measurement:
+ * perftest's defaults: 128 requests in flight, one completion asked for in 100 requests
+ * ({@code --cq-mod}; the others are {@link RequestFlags#SILENT_SUCCESS}), one buffer reused, busy
+ * polling, inline sends for the latency test, whose two sides each poll on a thread of their own
+ * (perftest's client and server are two processes). Prints one line per measurement:
  * {@code RESULT <operation> <bytes> <value> <MiB/s|usec>}.
  *
  * <p>Usage: {@code VerbsBenchmark DEVICE IP [OPERATION SIZE ITERATIONS]...}; without runs, the
@@ -37,6 +39,8 @@ import org.smbdirect.rdma.Sge;
  */
 public final class VerbsBenchmark {
     private static final int WINDOW = 128;
+    /** One request in this many asks for its completion, as perftest's bandwidth tests do. */
+    private static final int CQ_MOD = 100;
     private static final int MAX_SIZE = 1 << 20;
     private static final List<String> DEFAULT_RUNS = List.of(
             "write_bw 4096 2000", "write_bw 65536 500", "write_bw 1048576 40",
@@ -148,40 +152,81 @@ public final class VerbsBenchmark {
     }
 
     private int poll(CompletionQueue cq) {
-        int n = cq.getResults(results);
+        return poll(cq, results);
+    }
+
+    private static int poll(CompletionQueue cq, CompletionResult[] into) {
+        int n = cq.getResults(into);
         for (int i = 0; i < n; i++) {
-            if (results[i].status() != RdmaStatus.SUCCESS) {
-                throw new IllegalStateException("request failed: " + results[i]);
+            if (into[i].status() != RdmaStatus.SUCCESS) {
+                throw new IllegalStateException("request failed: " + into[i]);
             }
         }
         return n;
     }
 
+    /** Polls the client's queue; returns how many requests the reported ones complete (their contexts). */
+    private int pollRequests() {
+        int n = poll(clientCq);
+        int requests = 0;
+        for (int i = 0; i < n; i++) {
+            requests += (Integer) results[i].requestContext();
+        }
+        return requests;
+    }
+
+    /**
+     * Posts the client's next request of a bandwidth run: one in {@link #CQ_MOD}, the last one and
+     * the one that fills the window ask for their completion, which carries the number of requests
+     * it completes (the silent ones before it and itself); the others are silent.
+     *
+     * @return the requests posted since the last reported one
+     */
+    private int postNext(Poster poster, int posted, int completed, int total, int sinceReported) throws RdmaException {
+        int n = sinceReported + 1;
+        boolean report = (posted + 1) % CQ_MOD == 0 || posted + 1 == total || posted + 1 - completed == WINDOW;
+        if (report) {
+            poster.post(n, RequestFlags.NONE);
+            return 0;
+        }
+        poster.post(null, RequestFlags.SILENT_SUCCESS);
+        return n;
+    }
+
+    /** Posts one request of a bandwidth run. */
+    private interface Poster {
+        void post(Object context, int flags) throws RdmaException;
+    }
+
     /** RDMA Write (or Read) bandwidth, MiB/s: {@code WINDOW} requests in flight. */
     private double rdma(boolean write, int size, int iterations) throws RdmaException {
         Sge[] sgl = {Sge.of(clientMemory, 0, size)};
+        Poster poster = write
+                ? (context, flags) -> client.postWrite(context, sgl, 1, serverMemory.remoteOffset(),
+                        serverMemory.token(), flags)
+                : (context, flags) -> client.postRead(context, sgl, 1, serverMemory.remoteOffset(),
+                        serverMemory.token(), flags);
         int warmup = Math.min(iterations / 10 + 1, 100);
         long start = 0;
+        int measuredFrom = 0;
         int posted = 0;
         int completed = 0;
+        int sinceReported = 0;
         int total = iterations + warmup;
         while (completed < total) {
             while (posted < total && posted - completed < WINDOW) {
-                if (write) {
-                    client.postWrite(null, sgl, 1, serverMemory.remoteOffset(), serverMemory.token(), RequestFlags.NONE);
-                } else {
-                    client.postRead(null, sgl, 1, serverMemory.remoteOffset(), serverMemory.token(), RequestFlags.NONE);
-                }
+                sinceReported = postNext(poster, posted, completed, total, sinceReported);
                 posted++;
             }
             int before = completed;
-            completed += poll(clientCq);
+            completed += pollRequests();
             if (before < warmup && completed >= warmup) {
                 start = System.nanoTime();
-                total = completed + iterations;
+                measuredFrom = completed;
+                total = Math.max(total, completed + iterations);
             }
         }
-        return mibPerSecond((long) iterations * size, System.nanoTime() - start);
+        return mibPerSecond((long) (completed - measuredFrom) * size, System.nanoTime() - start);
     }
 
     private void topUpServerReceives(int count) throws RdmaException {
@@ -195,20 +240,23 @@ public final class VerbsBenchmark {
     /** Send bandwidth, MiB/s: the receiver keeps its receives posted ahead of the sender. */
     private double sendBandwidth(int size, int iterations) throws RdmaException {
         Sge[] tx = {Sge.of(clientMemory, 0, size)};
+        Poster poster = (context, flags) -> client.postSend(context, tx, 1, flags);
         int receivesAhead = WINDOW * 4;
         topUpServerReceives(receivesAhead);
         int warmup = Math.min(iterations / 10 + 1, 100);
         int total = iterations + warmup;
         long start = 0;
+        int measuredFrom = 0;
         int posted = 0;
         int sent = 0;
+        int sinceReported = 0;
         int received = 0;
         while (received < total) {
             while (posted < total && posted - sent < WINDOW && posted - received < receivesAhead - WINDOW) {
-                client.postSend(null, tx, 1, RequestFlags.NONE);
+                sinceReported = postNext(poster, posted, sent, total, sinceReported);
                 posted++;
             }
-            sent += poll(clientCq);
+            sent += pollRequests();
             int n = poll(serverCq);
             serverReceives -= n;
             topUpServerReceives(receivesAhead);
@@ -216,44 +264,73 @@ public final class VerbsBenchmark {
             received += n;
             if (before < warmup && received >= warmup) {
                 start = System.nanoTime();
-                total = received + iterations;
+                measuredFrom = received;
+                total = Math.max(total, received + iterations);
             }
         }
-        // take back the receives still posted: they stay for the next run
+        // every send is reported before the next run (the last one asked for its completion)
         while (sent < posted) {
-            sent += poll(clientCq);
+            sent += pollRequests();
         }
-        return mibPerSecond((long) iterations * size, System.nanoTime() - start);
+        return mibPerSecond((long) (received - measuredFrom) * size, System.nanoTime() - start);
     }
 
-    /** Send latency, microseconds: half the median round trip of a ping-pong. */
-    private double sendLatency(int size, int iterations) throws RdmaException {
+    /**
+     * Send latency, microseconds: half the median round trip of a ping-pong. The server side echoes
+     * on a thread of its own, busy polling its queue, as perftest's server process does; it posts
+     * the receive for the next message before it echoes.
+     */
+    private double sendLatency(int size, int iterations) throws Exception {
         Sge[] tx = {Sge.of(clientMemory, 0, size)};
         Sge[] echo = {Sge.of(serverMemory, 0, size)};
         Sge[] rx = {Sge.of(clientMemory, MAX_SIZE / 2, size)};
-        topUpServerReceives(1);
+        Sge[] serverRx = {Sge.of(serverMemory, 0, MAX_SIZE)};
         boolean inline = client.options().inlineThreshold() >= size;
         int flags = RequestFlags.SILENT_SUCCESS | (inline ? RequestFlags.INLINE : 0);
         int warmup = Math.min(iterations / 10 + 1, 100);
+        int total = warmup + iterations;
+        topUpServerReceives(1);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        java.util.concurrent.atomic.AtomicReference<Throwable> echoFailed = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread echoer = new Thread(() -> {
+            CompletionResult[] own = new CompletionResult[results.length];
+            for (int i = 0; i < own.length; i++) {
+                own[i] = new CompletionResult();
+            }
+            try {
+                for (int i = 0; i < total; i++) {
+                    while (poll(serverCq, own) == 0) {
+                        if (System.nanoTime() > deadline) {
+                            throw new IllegalStateException("no message to echo after 120 s");
+                        }
+                        Thread.onSpinWait();
+                    }
+                    server.postReceive(null, serverRx, 1);
+                    server.postSend(null, echo, 1, flags);
+                }
+            } catch (Throwable t) {
+                echoFailed.set(t);
+            }
+        }, "send_lat echo");
+        echoer.setDaemon(true);
+        echoer.start();
         long[] rtt = new long[iterations];
-        for (int i = 0; i < warmup + iterations; i++) {
+        for (int i = 0; i < total; i++) {
             client.postReceive(null, rx, 1);
             long t0 = System.nanoTime();
             client.postSend(null, tx, 1, flags);
-            while (poll(serverCq) == 0) {
-                Thread.onSpinWait();
-            }
-            serverReceives--;
-            server.postSend(null, echo, 1, flags);
             while (poll(clientCq) == 0) {
+                if (echoFailed.get() != null) {
+                    throw new IllegalStateException("the echo failed", echoFailed.get());
+                }
                 Thread.onSpinWait();
             }
             long t1 = System.nanoTime();
-            topUpServerReceives(1);
             if (i >= warmup) {
                 rtt[i - warmup] = t1 - t0;
             }
         }
+        echoer.join(TimeUnit.SECONDS.toMillis(60));
         Arrays.sort(rtt);
         return rtt[iterations / 2] / 2.0 / 1000.0;
     }
