@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.CompletionHandler;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 
 import org.openjdk.jmh.annotations.Benchmark;
@@ -21,22 +22,27 @@ import org.smbdirect.transport.SmbDirectConnection;
 
 /**
  * (e) Aggregate throughput of 1 KiB messages over 1, 4, 16 and 64 connections at once, between
- * the same two transports. Messages per second in total; the baseline of each row is the best
- * aggregate of the four.
+ * the same two transports, each connection with up to {@value #WINDOW} sends in flight. Messages
+ * per second in total; the baseline of each row is the best aggregate of the four. An invocation
+ * sends {@value #PER_INVOCATION} messages and waits until all have arrived, so that the drain at
+ * its end is a small part of it even at 64 connections.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 public class AggregateBench {
-    static final int PER_INVOCATION = 1024;
+    static final int PER_INVOCATION = 65536;
     /** Sends in flight per connection: below maxPendingSends, above what the credits let through. */
     static final int WINDOW = 512;
-    private final AtomicLong completed = new AtomicLong();
-    private long sent;
+    /** Sends completed, per connection (the attachment of a send is its connection's index). */
+    private AtomicLongArray completed;
+    /** Sends started, per connection. */
+    private long[] sent;
+    private Integer[] index;
     private final CompletionHandler<Void, Object> onSent = new CompletionHandler<>() {
         @Override
         public void completed(Void result, Object attachment) {
-            completed.incrementAndGet();
+            completed.incrementAndGet((Integer) attachment);
         }
 
         @Override
@@ -62,8 +68,12 @@ public class AggregateBench {
     public void setUp() throws Exception {
         pair = new SimPair();
         senders = new SmbDirectConnection[connections];
+        completed = new AtomicLongArray(connections);
+        sent = new long[connections];
+        index = new Integer[connections];
         for (int i = 0; i < connections; i++) {
             senders[i] = pair.connect(handlers, (x, m, t) -> { }, (x, m, t) -> received.incrementAndGet())[0];
+            index[i] = i;
         }
     }
 
@@ -78,14 +88,13 @@ public class AggregateBench {
         target += PER_INVOCATION;
         int per = PER_INVOCATION / connections;
         for (int i = 0; i < per; i++) {
-            // every connection sends at the same pace, so a window over the total bounds each one
-            while (sent - completed.get() >= (long) WINDOW * connections) {
-                LockSupport.parkNanos(1000);
+            for (int c = 0; c < connections; c++) {
+                while (sent[c] - completed.get(c) >= WINDOW) {
+                    LockSupport.parkNanos(1000);
+                }
+                senders[c].send(payload, index[c], onSent);
+                sent[c]++;
             }
-            for (SmbDirectConnection c : senders) {
-                c.send(payload, null, onSent);
-            }
-            sent += connections;
         }
         while (received.get() < target) {
             LockSupport.parkNanos(1000);
