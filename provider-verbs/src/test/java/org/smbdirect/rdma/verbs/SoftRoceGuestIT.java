@@ -262,7 +262,9 @@ class SoftRoceGuestIT {
                 + "(perftest's MB/sec are 2^20 bytes), latency is half the median round trip (perftest's "
                 + "t_typical). For bandwidth a ratio above 1 means the provider is faster, for latency a ratio "
                 + "above 1 means it is slower. Same device, same sizes and iterations, 128 requests in flight, one "
-                + "buffer reused, busy polling, 64-byte sends inline.\n");
+                + "completion asked for in 100 requests (perftest's --cq-mod), one buffer reused, busy polling, "
+                + "64-byte sends inline, the latency test's two sides polling on two threads (perftest: two "
+                + "processes).\n");
         Files.writeString(out.resolve("benchmarks.md"), md.toString());
         System.out.println(md);
         return DynamicContainer.dynamicContainer("benchmarks", tests);
