@@ -44,6 +44,9 @@ import com.sun.nio.file.ExtendedOpenOption;
  * does not (and so offloads to RDMA; signed, it would not). From 3.0.2 on the server invalidates the
  * registration with its response (Send with Invalidate), which the verbs provider's registration
  * cache turns into a window bound again for the next request.
+ * The random reads of the clients take turns in slices of {@value #SLICE_MILLIS} ms, each client
+ * with its file open since its copies, so that all of them meet the same moments of the emulated
+ * guest, whose speed drifts by a factor of two within minutes.
  * {@code -Dinterop.benchRuns=N} (through {@code -Dinterop.jvmOpts}) repeats each measurement and
  * reports medians; every build runs it once, on the first transport (RoCE; {@code
  * -Dinterop.benchTransports=rxe,siw} on both), so the comparison is printed in every build. It
@@ -57,7 +60,9 @@ class SmbjBenchmarkTest {
     private static final Path MOUNT = Paths.get("/tmp/bench-cifs");
     private static final int RUNS = Integer.getInteger("interop.benchRuns", 1);
     private static final String DIALECT = System.getProperty("interop.benchDialect", "3.1.1");
+    /** Each client's share of the random reads (the slices of all clients together take as many times longer). */
     private static final long RANDOM_NANOS = TimeUnit.SECONDS.toNanos(Long.getLong("interop.benchRandomSeconds", 3));
+    private static final long SLICE_MILLIS = 250;
 
     /**
      * With {@code -Dinterop.benchRdmaThreshold=N}, one more row: smbj over SMB Direct with the
@@ -87,9 +92,22 @@ class SmbjBenchmarkTest {
         Guest.peersResult(60, "ksmbd-stop");
     }
 
-    /** Write, read, random reads: MiB/s, MiB/s, operations/s. */
-    private interface Client {
-        double[] run(byte[] data, String name) throws Exception;
+    /** Opens a client's file on the share, created or emptied. */
+    private interface ClientFactory {
+        Client open(String name) throws Exception;
+    }
+
+    /** One client's file, open for a whole run: its copies first, then its turns of random reads. */
+    private interface Client extends AutoCloseable {
+        /**
+         * Writes the data, reads it back and reads it again as a stream, each checked.
+         *
+         * @return write, read and streamed read in MiB/s (NaN without a streamed read)
+         */
+        double[] copy(byte[] data) throws Exception;
+
+        /** Reads the 4 KiB at {@code offset}. */
+        void readPage(long offset) throws Exception;
     }
 
     @Test
@@ -102,25 +120,37 @@ class SmbjBenchmarkTest {
         SmbConfig tcp = SmbConfig.builder().withNegotiatedBufferSize().withDialects(dialect)
                 .withTimeout(120, TimeUnit.SECONDS).build();
         List<String> names = new ArrayList<>(List.of("smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma"));
-        List<Client> clients = new ArrayList<>(List.of((d, n) -> smbjRun(direct, d, n), (d, n) -> smbjRun(tcp, d, n),
-                SmbjBenchmarkTest::cifsRun));
+        List<ClientFactory> clients = new ArrayList<>(List.of(n -> new SmbjClient(direct, n), n -> new SmbjClient(tcp, n),
+                CifsClient::new));
         if (RDMA_FROM != null) {
             SmbConfig from = SmbjTransport.create(engine, SmbjOptions.defaults().toBuilder().rdmaThreshold(RDMA_FROM)
                     .build()).configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
             names.add("smbj SMBD, RDMA from " + RDMA_FROM + " B");
-            clients.add((d, n) -> smbjRun(from, d, n));
+            clients.add(n -> new SmbjClient(from, n));
         }
         List<List<double[]>> results = new ArrayList<>();
         for (int c = 0; c < clients.size(); c++) {
             results.add(new ArrayList<>());
         }
         for (int run = 0; run < RUNS; run++) {
-            for (int c = 0; c < clients.size(); c++) {
-                long start = System.nanoTime();
-                double[] r = clients.get(c).run(data, "bench-" + c + ".bin");
-                results.get(c).add(r);
-                System.out.printf(Locale.ROOT, "run %d, %s: write %.1f MiB/s, read %.1f MiB/s, streamed read %.1f MiB/s, "
-                        + "%.0f reads/s (%.0f s)%n", run + 1, names.get(c), r[0], r[1], r[3], r[2], (System.nanoTime() - start) / 1e9);
+            List<Client> open = new ArrayList<>();
+            try {
+                List<double[]> copies = new ArrayList<>();
+                for (int c = 0; c < clients.size(); c++) {
+                    open.add(clients.get(c).open("bench-" + c + ".bin"));
+                    copies.add(open.get(c).copy(data));
+                }
+                double[] reads = randomReads(open);
+                for (int c = 0; c < clients.size(); c++) {
+                    double[] r = copies.get(c);
+                    results.get(c).add(new double[] {r[0], r[1], reads[c], r[2]});
+                    System.out.printf(Locale.ROOT, "run %d, %s: write %.1f MiB/s, read %.1f MiB/s, streamed read %.1f "
+                            + "MiB/s, %.0f reads/s%n", run + 1, names.get(c), r[0], r[1], r[2], reads[c]);
+                }
+            } finally {
+                for (Client c : open) {
+                    c.close();
+                }
             }
         }
         StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
@@ -155,12 +185,70 @@ class SmbjBenchmarkTest {
         return SIZE / (double) MIB / (nanos / 1e9);
     }
 
-    private static double[] smbjRun(SmbConfig config, byte[] data, String name) throws Exception {
-        try (SMBClient client = new SMBClient(config);
-                Connection connection = client.connect(Guest.address().getHostAddress());
-                Session session = Guest.login(connection);
-                DiskShare share = (DiskShare) session.connectShare("share");
-                File file = Guest.create(share, name)) {
+    /**
+     * The random 4 KiB reads, one at a time per client: the clients take turns in slices of
+     * {@value #SLICE_MILLIS} ms until each had {@code RANDOM_NANOS}; every client reads the same
+     * sequence of offsets.
+     *
+     * @return reads per second of each client, over its own slices
+     */
+    private static double[] randomReads(List<Client> clients) throws Exception {
+        int n = clients.size();
+        long[] ops = new long[n];
+        long[] nanos = new long[n];
+        SplittableRandom[] random = new SplittableRandom[n];
+        for (int c = 0; c < n; c++) {
+            random[c] = new SplittableRandom(4096);
+        }
+        long slice = TimeUnit.MILLISECONDS.toNanos(SLICE_MILLIS);
+        long slices = Math.max(1, RANDOM_NANOS / slice);
+        for (long s = 0; s < slices; s++) {
+            for (int c = 0; c < n; c++) {
+                Client client = clients.get(c);
+                long start = System.nanoTime();
+                long end = start + slice;
+                long now;
+                do {
+                    client.readPage(random[c].nextInt(SIZE / 4096) * 4096L);
+                    ops[c]++;
+                    now = System.nanoTime();
+                } while (now < end);
+                nanos[c] += now - start;
+            }
+        }
+        double[] rates = new double[n];
+        for (int c = 0; c < n; c++) {
+            rates[c] = ops[c] / (nanos[c] / 1e9);
+        }
+        return rates;
+    }
+
+    /** smbj, over the transport its configuration names. */
+    private static final class SmbjClient implements Client {
+        private final SMBClient client;
+        private final Connection connection;
+        private final Session session;
+        private final DiskShare share;
+        private final File file;
+        private final String name;
+        private final byte[] page = new byte[4096];
+
+        SmbjClient(SmbConfig config, String name) throws IOException {
+            this.name = name;
+            client = new SMBClient(config);
+            try {
+                connection = client.connect(Guest.address().getHostAddress());
+                session = Guest.login(connection);
+                share = (DiskShare) session.connectShare("share");
+                file = Guest.create(share, name);
+            } catch (IOException | RuntimeException e) {
+                client.close(); // closes its connections, and their sessions and shares with them
+                throw e;
+            }
+        }
+
+        @Override
+        public double[] copy(byte[] data) throws IOException {
             long start = System.nanoTime();
             file.write(data, 0);
             long write = System.nanoTime() - start;
@@ -174,19 +262,19 @@ class SmbjBenchmarkTest {
             file.read(sink);
             long streamed = System.nanoTime() - start;
             assertArrayEquals(data, sink.bytes, name + " streamed back");
-            SplittableRandom random = new SplittableRandom(4096);
-            byte[] page = new byte[4096];
-            long ops = 0;
-            start = System.nanoTime();
-            long end = start + RANDOM_NANOS;
-            long now;
-            do {
-                long at = random.nextInt(SIZE / 4096) * 4096L;
-                file.read(page, at, 0, 4096);
-                ops++;
-                now = System.nanoTime();
-            } while (now < end);
-            return new double[] {mibps(write), mibps(read), ops / ((now - start) / 1e9), mibps(streamed)};
+            return new double[] {mibps(write), mibps(read), mibps(streamed)};
+        }
+
+        @Override
+        public void readPage(long offset) {
+            file.read(page, offset, 0, 4096);
+        }
+
+        @Override
+        public void close() throws Exception {
+            try (client; connection; session; share; file) {
+                // closed in the reverse order of opening
+            }
         }
     }
 
@@ -215,49 +303,59 @@ class SmbjBenchmarkTest {
      * cifs through the file system, with O_DIRECT (no page cache: each request goes to ksmbd) in
      * 4 MiB requests for the sequential copies, as smbj's are, and 4 KiB for the random reads.
      */
-    private static double[] cifsRun(byte[] data, String name) throws IOException {
-        Path file = MOUNT.resolve(name);
-        ByteBuffer aligned = ByteBuffer.allocateDirect(CHUNK + 4096).alignedSlice(4096);
-        aligned.limit(CHUNK);
-        long start = System.nanoTime();
-        try (FileChannel out = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING, ExtendedOpenOption.DIRECT)) {
-            for (int off = 0; off < SIZE; off += CHUNK) {
-                aligned.clear().limit(CHUNK);
-                aligned.put(data, off, CHUNK).flip();
-                while (aligned.hasRemaining()) {
-                    out.write(aligned, off + aligned.position());
+    private static final class CifsClient implements Client {
+        private final Path file;
+        private final ByteBuffer aligned = ByteBuffer.allocateDirect(CHUNK + 4096).alignedSlice(4096);
+        private final ByteBuffer page;
+        private FileChannel reads;
+
+        CifsClient(String name) {
+            file = MOUNT.resolve(name);
+            page = aligned.duplicate().limit(4096).slice();
+        }
+
+        @Override
+        public double[] copy(byte[] data) throws IOException {
+            long start = System.nanoTime();
+            try (FileChannel out = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                    StandardOpenOption.TRUNCATE_EXISTING, ExtendedOpenOption.DIRECT)) {
+                for (int off = 0; off < SIZE; off += CHUNK) {
+                    aligned.clear().limit(CHUNK);
+                    aligned.put(data, off, CHUNK).flip();
+                    while (aligned.hasRemaining()) {
+                        out.write(aligned, off + aligned.position());
+                    }
                 }
             }
-        }
-        long write = System.nanoTime() - start;
-        byte[] back = new byte[SIZE];
-        start = System.nanoTime();
-        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT)) {
-            for (int off = 0; off < SIZE; off += CHUNK) {
-                aligned.clear().limit(CHUNK);
-                while (aligned.hasRemaining() && in.read(aligned, off + aligned.position()) > 0) {
-                    // one 4 MiB O_DIRECT read is as many cifs READs as its rsize asks for
-                }
-                aligned.flip().get(back, off, CHUNK);
-            }
-        }
-        long read = System.nanoTime() - start;
-        assertArrayEquals(data, back, name + " read back through cifs");
-        SplittableRandom random = new SplittableRandom(4096);
-        ByteBuffer page = aligned.clear().limit(4096).slice();
-        long ops = 0;
-        long now;
-        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT)) {
+            long write = System.nanoTime() - start;
+            byte[] back = new byte[SIZE];
             start = System.nanoTime();
-            long end = start + RANDOM_NANOS;
-            do {
-                page.clear();
-                in.read(page, random.nextInt(SIZE / 4096) * 4096L);
-                ops++;
-                now = System.nanoTime();
-            } while (now < end);
+            try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT)) {
+                for (int off = 0; off < SIZE; off += CHUNK) {
+                    aligned.clear().limit(CHUNK);
+                    while (aligned.hasRemaining() && in.read(aligned, off + aligned.position()) > 0) {
+                        // one 4 MiB O_DIRECT read is as many cifs READs as its rsize asks for
+                    }
+                    aligned.flip().get(back, off, CHUNK);
+                }
+            }
+            long read = System.nanoTime() - start;
+            assertArrayEquals(data, back, file + " read back through cifs");
+            reads = FileChannel.open(file, StandardOpenOption.READ, ExtendedOpenOption.DIRECT);
+            return new double[] {mibps(write), mibps(read), Double.NaN};
         }
-        return new double[] {mibps(write), mibps(read), ops / ((now - start) / 1e9), Double.NaN};
+
+        @Override
+        public void readPage(long offset) throws IOException {
+            page.clear();
+            reads.read(page, offset);
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (reads != null) {
+                reads.close();
+            }
+        }
     }
 }
