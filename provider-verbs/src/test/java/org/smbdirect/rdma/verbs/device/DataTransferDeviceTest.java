@@ -300,12 +300,7 @@ class DataTransferDeviceTest {
                         RequestFlags.SILENT_SUCCESS);
             }
             p.client.close();
-            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Fixture.TIMEOUT);
-            while (CompletionQueueProbe.endpoints(p.clientCq.queue) > 0 && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            assertEquals(0, CompletionQueueProbe.endpoints(p.clientCq.queue), "released within "
-                    + Fixture.TIMEOUT + " ms");
+            Fixture.awaitReleased(p.clientCq);
         }
     }
 

@@ -25,6 +25,7 @@ import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaListener;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.RdmaProviderFactory;
+import org.smbdirect.rdma.verbs.internal.CompletionQueueProbe;
 
 /**
  * Shared set-up of the device tests: a verbs provider for the device named by {@code RDMA_VM_DEVICE}
@@ -101,6 +102,15 @@ final class Fixture implements AutoCloseable {
 
     static ByteBuffer direct(int size) {
         return ByteBuffer.allocateDirect(size);
+    }
+
+    /** Waits until every endpoint that used {@code cq} is released, at most {@link #TIMEOUT} ms; fails otherwise. */
+    static void awaitReleased(Cq cq) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT);
+        while (CompletionQueueProbe.endpoints(cq.queue) > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, CompletionQueueProbe.endpoints(cq.queue), "released within " + TIMEOUT + " ms");
     }
 
     /** A listener that hands every request to the test. */

@@ -236,12 +236,7 @@ class InvalidationDeviceTest {
             p.server.register(Fixture.direct(64), Access.LOCAL_WRITE | Access.REMOTE_READ);
             assertEquals(1, CompletionQueueProbe.endpoints(p.serverCq.queue));
             p.server.close();
-            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Fixture.TIMEOUT);
-            while (CompletionQueueProbe.endpoints(p.serverCq.queue) > 0 && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            assertEquals(0, CompletionQueueProbe.endpoints(p.serverCq.queue), "released within "
-                    + Fixture.TIMEOUT + " ms");
+            Fixture.awaitReleased(p.serverCq);
         }
     }
 
