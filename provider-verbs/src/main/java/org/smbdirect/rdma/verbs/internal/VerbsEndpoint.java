@@ -155,7 +155,7 @@ final class VerbsEndpoint implements Endpoint {
      * Unsignaled requests posted whose completion is not accounted yet (binds, part of
      * internalSends, and silent consumer requests, part of consumerSends).
      */
-    private final AtomicInteger unsignaled = new AtomicInteger();
+    private final AtomicInteger unsignaledInFlight = new AtomicInteger();
     /** A silent consumer request is signaled when it would make the unsignaled run this long. */
     private final int signaledSilentEvery;
     private final AtomicInteger consumerSends = new AtomicInteger();
@@ -835,7 +835,7 @@ final class VerbsEndpoint implements Endpoint {
      * the device finishes or flushes it either way ({@link #releaseNative} settles the binds).
      */
     private int outstanding() {
-        return consumerSends.get() + internalSends.get() - unsignaled.get() + receives.get();
+        return consumerSends.get() + internalSends.get() - unsignaledInFlight.get() + receives.get();
     }
 
     private void scheduleRelease() {
@@ -1807,7 +1807,7 @@ final class VerbsEndpoint implements Endpoint {
             internalSends.incrementAndGet();
         }
         if (unsignaled) {
-            this.unsignaled.incrementAndGet();
+            unsignaledInFlight.incrementAndGet();
         }
         nativeLock.readLock().lock();
         try {
@@ -1822,7 +1822,7 @@ final class VerbsEndpoint implements Endpoint {
                 internalSends.decrementAndGet();
             }
             if (unsignaled) {
-                this.unsignaled.decrementAndGet();
+                unsignaledInFlight.decrementAndGet();
             }
             throw e.toRdmaException("posting a " + opName(op));
         } finally {
@@ -1944,7 +1944,7 @@ final class VerbsEndpoint implements Endpoint {
             sendCompleted++;
             RdmaStatus status = WcStatus.map(wcStatus, type(op), provider.softRoce);
             if ((flag & F_UNSIGNALED) != 0) {
-                unsignaled.decrementAndGet(); // it failed, or was flushed
+                unsignaledInFlight.decrementAndGet(); // it failed, or was flushed
             }
             if ((flag & F_INTERNAL) != 0) {
                 internalSends.decrementAndGet();
@@ -2004,7 +2004,7 @@ final class VerbsEndpoint implements Endpoint {
         sendContext[s] = null;
         sendRegion[s] = null;
         sendCompleted++;
-        unsignaled.decrementAndGet();
+        unsignaledInFlight.decrementAndGet();
         if ((sendFlag[s] & F_INTERNAL) != 0) {
             internalSends.decrementAndGet();
             bindSettled(region);
