@@ -87,6 +87,15 @@ public interface ConnectionStatistics {
     long keepalivesReceived();
 
     /**
+     * Keepalive requests of this side that the peer answered: a message arrived while one was
+     * outstanding (MS-SMBD 3.1.5.5 resets KeepaliveRequested). While this is below {@link
+     * #keepalivesSent()}, a keepalive is waiting for its answer.
+     *
+     * @return the count
+     */
+    long keepalivesAnswered();
+
+    /**
      * RDMA Read work requests completed.
      *
      * @return the count

@@ -580,7 +580,9 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
                 if (slot == null) {
                     return;
                 }
-                timers.messageReceived();
+                if (timers.messageReceived()) {
+                    counters.keepalivesAnswered++;
+                }
                 receiver.receiveDataTransferMessage(slot, length, tokenInvalidated, token);
         }
     }

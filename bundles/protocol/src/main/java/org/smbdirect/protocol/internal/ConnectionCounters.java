@@ -18,6 +18,7 @@ final class ConnectionCounters {
     long creditStalls;
     long keepalivesSent;
     long keepalivesReceived;
+    long keepalivesAnswered;
     long rdmaReads;
     long rdmaReadBytes;
     long rdmaWrites;
@@ -26,12 +27,13 @@ final class ConnectionCounters {
     Snapshot snapshot(long registrationsLive, long sendCredits, long receiveCredits) {
         return new Snapshot(new long[] {messagesSent, bytesSent, messagesReceived, bytesReceived, fragmentsSent,
             fragmentsReceived, creditsGranted, creditsReceived, creditStalls, keepalivesSent, keepalivesReceived,
-            rdmaReads, rdmaReadBytes, rdmaWrites, rdmaWriteBytes, registrationsLive, sendCredits, receiveCredits});
+            rdmaReads, rdmaReadBytes, rdmaWrites, rdmaWriteBytes, registrationsLive, sendCredits, receiveCredits,
+            keepalivesAnswered});
     }
 
     /** An immutable {@link ConnectionStatistics}, also usable as an accumulator of sums. */
     static class Snapshot implements ConnectionStatistics {
-        static final int FIELDS = 18;
+        static final int FIELDS = 19;
         final long[] v;
 
         Snapshot(long[] values) {
@@ -108,6 +110,11 @@ final class ConnectionCounters {
         }
 
         @Override
+        public long keepalivesAnswered() {
+            return v[18];
+        }
+
+        @Override
         public long rdmaReads() {
             return v[11];
         }
@@ -146,7 +153,8 @@ final class ConnectionCounters {
         public String toString() {
             return "messages sent/received " + v[0] + "/" + v[2] + ", bytes " + v[1] + "/" + v[3] + ", fragments "
                     + v[4] + "/" + v[5] + ", credits granted/received " + v[6] + "/" + v[7] + ", credit stalls "
-                    + v[8] + ", keepalives sent/received " + v[9] + "/" + v[10] + ", RDMA reads " + v[11] + " ("
+                    + v[8] + ", keepalives sent/received/answered " + v[9] + "/" + v[10] + "/"
+                    + v[18] + ", RDMA reads " + v[11] + " ("
                     + v[12] + " B), writes " + v[13] + " (" + v[14] + " B), registrations " + v[15]
                     + ", send credits " + v[16] + ", receive credits " + v[17];
         }

@@ -86,12 +86,16 @@ final class KeepaliveTimers {
     /**
      * MS-SMBD 3.1.5.5: a message arrived: the Idle Connection Timer is retriggered and
      * KeepaliveRequested reset.
+     *
+     * @return whether the message answered a keepalive of this side (KeepaliveRequested was SENT)
      */
-    void messageReceived() {
+    boolean messageReceived() {
         if (model.keepaliveInterval > 0) {
             setIdleDeadline(model.keepaliveInterval);
         }
+        boolean answered = model.keepaliveRequested == DataModel.KeepaliveRequested.SENT;
         model.keepaliveRequested = DataModel.KeepaliveRequested.NONE;
+        return answered;
     }
 
     /** Negotiation completed: the Idle Connection Timer starts with Connection.KeepaliveInterval. */

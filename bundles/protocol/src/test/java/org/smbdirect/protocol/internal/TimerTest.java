@@ -88,6 +88,8 @@ class TimerTest {
                 e.peer.send(RawPeer.dataTransfer(10, 1, 0, 0, new byte[0]));
                 assertEquals(DataModel.KeepaliveRequested.NONE, Fixture.until(e.connection,
                         c -> c.model.keepaliveRequested, v -> v == DataModel.KeepaliveRequested.NONE));
+                assertEquals(round + 1, e.connection.statistics().keepalivesSent());
+                assertEquals(round + 1, e.connection.statistics().keepalivesAnswered(), "the answer is counted");
                 fx.clock.advance(Duration.ofSeconds(10));
                 assertTrue(e.connection.isOpen());
                 // The keepalive's 5 s check fell due in that advance; the connection moves it to 120 s
@@ -114,6 +116,7 @@ class TimerTest {
                 assertEquals(0, RawPeer.header(m).flags(), "no keepalive while traffic flows");
             }
             assertEquals(0, e.connection.statistics().keepalivesSent());
+            assertEquals(0, e.connection.statistics().keepalivesAnswered(), "a message is an answer only to a keepalive");
         }
     }
 

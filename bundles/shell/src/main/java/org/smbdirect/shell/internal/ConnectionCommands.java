@@ -78,7 +78,7 @@ final class ConnectionCommands {
                     + s.messagesReceived() + " received (" + Units.bytes(s.bytesReceived()) + "); fragments "
                     + s.fragmentsSent() + "/" + s.fragmentsReceived() + "; credits granted " + s.creditsGranted()
                     + ", received " + s.creditsReceived() + ", stalls " + s.creditStalls() + "; keepalives "
-                    + s.keepalivesSent() + "/" + s.keepalivesReceived());
+                    + s.keepalivesSent() + "/" + s.keepalivesReceived() + " (" + s.keepalivesAnswered() + " answered)");
             out.println("              RDMA Read " + s.rdmaReads() + " (" + Units.bytes(s.rdmaReadBytes())
                     + "), RDMA Write " + s.rdmaWrites() + " (" + Units.bytes(s.rdmaWriteBytes()) + "); registrations "
                     + s.registrationsLive() + "; send credits " + s.sendCredits() + ", receive credits "

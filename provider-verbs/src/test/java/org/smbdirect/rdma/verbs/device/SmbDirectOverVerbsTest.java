@@ -27,6 +27,7 @@ import org.smbdirect.protocol.internal.SmbDirectTransport;
 import org.smbdirect.transport.AcceptHandler;
 import org.smbdirect.transport.BufferDescriptorV1;
 import org.smbdirect.transport.ConnectionHandler;
+import org.smbdirect.transport.ConnectionStatistics;
 import org.smbdirect.transport.RegisteredBuffer;
 import org.smbdirect.transport.RemoteAccess;
 import org.smbdirect.transport.SmbDirectConfig;
@@ -170,29 +171,34 @@ class SmbDirectOverVerbsTest {
     void keepalive_answeredOverTheDevice() throws Exception {
         c.send(ByteBuffer.wrap(new byte[] {1})).toCompletableFuture().get(TIMEOUT, TimeUnit.MILLISECONDS);
         atServer.next();
+        // Both Idle Connection Timers fall due. Each side either sends a keepalive or, when the
+        // peer's arrives first, takes that as the message that retriggers its timer.
         clock.advance(Duration.ofSeconds(121));
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT);
-        while ((c.statistics().keepalivesSent() + s.statistics().keepalivesSent() == 0
-                || c.statistics().keepalivesReceived() + s.statistics().keepalivesReceived() == 0)
-                && System.nanoTime() < deadline) {
+        while (!(keepaliveSettled(c) && keepaliveSettled(s)) && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
-        assertTrue(c.statistics().keepalivesSent() + s.statistics().keepalivesSent() > 0, "a keepalive was sent");
-        assertTrue(c.statistics().keepalivesReceived() + s.statistics().keepalivesReceived() > 0, "and received");
-        // The answer resets the timer: 5 more seconds (the response timeout) end nothing.
-        waitUntilAnswered();
+        ConnectionStatistics cs = c.statistics();
+        ConnectionStatistics ss = s.statistics();
+        assertTrue(cs.keepalivesSent() + ss.keepalivesSent() > 0, "a keepalive was sent: " + cs + " / " + ss);
+        assertTrue(cs.keepalivesReceived() + ss.keepalivesReceived() > 0, "and received: " + cs + " / " + ss);
+        assertEquals(cs.keepalivesSent(), cs.keepalivesAnswered(), "every keepalive answered: " + cs);
+        assertEquals(ss.keepalivesSent(), ss.keepalivesAnswered(), "every keepalive answered: " + ss);
+        // The answers retriggered the timers: the keepalives' 5 s response timeout ends nothing.
         clock.advance(Duration.ofSeconds(6));
         assertTrue(c.isOpen() && s.isOpen());
         c.send(ByteBuffer.wrap(new byte[] {2})).toCompletableFuture().get(TIMEOUT, TimeUnit.MILLISECONDS);
         assertArrayEquals(new byte[] {2}, atServer.next().data);
     }
 
-    private void waitUntilAnswered() {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT);
-        while (c.statistics().fragmentsReceived() + s.statistics().fragmentsReceived() < 3
-                && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
-        }
+    /**
+     * Whether a side is past its keepalive round: it sent a keepalive or received the peer's (which
+     * retriggered its timer before the check), and every keepalive it sent was answered. Counting
+     * fragments instead would take a credit grant for the answer.
+     */
+    private static boolean keepaliveSettled(SmbDirectConnection x) {
+        ConnectionStatistics st = x.statistics();
+        return st.keepalivesSent() + st.keepalivesReceived() > 0 && st.keepalivesAnswered() == st.keepalivesSent();
     }
 
     private static byte[] pattern(int n, long seed) {
