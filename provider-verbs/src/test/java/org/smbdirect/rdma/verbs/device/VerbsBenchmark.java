@@ -4,6 +4,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
@@ -144,7 +145,7 @@ public final class VerbsBenchmark {
      * perftest, in C, needs no such warm-up.
      */
     private static List<String> warmup(List<String> runs) {
-        Map<String, String> smallest = new java.util.LinkedHashMap<>();
+        Map<String, String> smallest = new LinkedHashMap<>();
         for (String run : runs) {
             String[] r = run.split(" ");
             smallest.merge(r[0], run, (a, b) -> Integer.parseInt(a.split(" ")[1]) <= Integer.parseInt(r[1]) ? a : b);
