@@ -99,6 +99,8 @@ final class VerbsCompletionQueue implements CompletionQueue {
     private ArmType deviceRequest;
     /** Requests made of the device. */
     private long deviceRequests;
+    /** Of those, requests for any completion (the others ask for solicited ones only). */
+    private long anyRequests;
     /** Work completions taken from the device; under the lock. */
     private long workCompletions;
     private boolean notificationPending;
@@ -181,6 +183,16 @@ final class VerbsCompletionQueue implements CompletionQueue {
         lock.lock();
         try {
             return deviceRequests;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** How many of the device requests asked for any completion, not solicited ones only (tests). */
+    long anyRequests() {
+        lock.lock();
+        try {
+            return anyRequests;
         } finally {
             lock.unlock();
         }
@@ -309,6 +321,9 @@ final class VerbsCompletionQueue implements CompletionQueue {
             }
             deviceRequest = wanted;
             deviceRequests++;
+            if (wanted == ArmType.ANY) {
+                anyRequests++;
+            }
         } catch (IOException e) {
             VerbsProvider.LOG.log(Level.ERROR, "ibv_req_notify_cq failed on a completion queue of "
                     + provider.name() + ": " + e.getMessage());

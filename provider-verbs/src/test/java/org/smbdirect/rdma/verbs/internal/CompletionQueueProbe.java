@@ -18,6 +18,17 @@ public final class CompletionQueueProbe {
     }
 
     /**
+     * How many of the queue's device requests asked for any completion; the others asked for
+     * solicited ones only, the request that notices failures while no arm is pending.
+     *
+     * @param queue a queue of the verbs provider
+     * @return the count since the queue was created
+     */
+    public static long anyRequests(CompletionQueue queue) {
+        return ((VerbsCompletionQueue) queue).anyRequests();
+    }
+
+    /**
      * How many work completions the queue took from its device ({@code ibv_poll_cq}), reported
      * to the consumer or not.
      *
