@@ -98,14 +98,15 @@ class CompletionQueueDeviceTest {
 
     /**
      * The usual cycle (a notification, the queue drained, an ANY arm) asks the device for any
-     * completion once: the request made when the event was read still stands when the consumer
-     * arms again, so the arm asks nothing more (on Soft-RoCE a request is a system call). Every
-     * round still notifies.
+     * completion at most once: the request made when the event was read still stands when the
+     * consumer arms again, so the arm asks nothing more (on Soft-RoCE a request is a system call;
+     * an arm that asked again would make two a round). Every round still notifies.
      *
-     * <p>The provider's 200 ms sweep may take a completion before its event is read; the event
-     * then finds no arm pending and asks for solicited completions only (to notice failures), and
-     * the consumer's arm asks for any completion. Such a round makes one solicited request more,
-     * never a second request for any completion.
+     * <p>The provider's 200 ms sweep may take a completion before its event is read. If the event
+     * is read before the consumer arms, it asks for solicited completions only (to notice
+     * failures) and the arm asks for any completion: one solicited request more. If it is read
+     * after, its request may serve the next round too, which then asks nothing. So a round makes
+     * at most one request for any completion and at most one solicited-only request.
      */
     @Test
     void rearmAfterEachNotification_oneDeviceRequestPerRound() throws Exception {
@@ -121,8 +122,8 @@ class CompletionQueueDeviceTest {
         }
         long any = CompletionQueueProbe.anyRequests(cq.queue) - anyBefore;
         long solicited = CompletionQueueProbe.deviceRequests(cq.queue) - before - any;
-        assertEquals(5, any,
-                "requests for any completion in 5 rounds (one when each event was read; the arms after it ask nothing)");
+        assertTrue(any >= 1 && any <= 5,
+                "requests for any completion in 5 rounds, at most one a round (the arms after each event ask nothing): " + any);
         assertTrue(solicited <= 5, "at most one solicited-only request a round (a sweep raced the event): " + solicited);
         send(0);
         assertTrue(notified(cq, Fixture.TIMEOUT), "the last arm, which asked the device nothing, is still served");
