@@ -231,7 +231,24 @@ lp_dmesg_check() {
   if echo "$log" | grep -q 'WARNING: CPU: .* __ib_drain_rq'; then
     echo "linux-peers: known kernel warning (cifs smbd_destroy: failed to drain recv queue), ignored" >&2
   fi
-  if echo "$log" | grep -E 'BUG: |Oops: |WARNING: CPU: |general protection fault' | grep -v '__ib_drain_rq' ; then
+  # And one oops, also cifs's own race after a failed mount (seen once on rxe, 2026-11-27): the
+  # demultiplex thread, which cifs_put_tcp_session has sent SIGKILL, runs smbd_destroy, whose
+  # wait for the DISCONNECTED event is interruptible and so returns at once; the teardown goes on
+  # while the transport still counts as connected, and the disconnect work that the flushed
+  # receives queued runs after rdma_destroy_id: rdma_disconnect on the freed identifier, a NULL
+  # pointer dereference in the cifs workqueue (fs/smb/client/smbdirect.c, 6.1). Ignored only after
+  # "cifs_mount failed", and only when every oops of the log is that one.
+  local oopses known_oopses oops_filter='^$'
+  oopses=$(echo "$log" | grep -c 'Oops: ')
+  known_oopses=$(echo "$log" | grep -c -E 'Workqueue: smbd_[0-9a-f]+ smbd_disconnect_rdma_work \[cifs\]')
+  if [ "$oopses" -gt 0 ] && [ "$oopses" = "$known_oopses" ] && echo "$lines" | grep -q 'cifs_mount failed' \
+       && [ "$(echo "$log" | grep -c 'RIP: 0010:rdma_disconnect+')" -ge "$oopses" ]; then
+    echo "linux-peers: known cifs teardown race after a failed mount (oops in smbd_disconnect_rdma_work:" \
+         "rdma_disconnect on a destroyed identifier; a Linux 6.1 cifs bug), ignored" >&2
+    oops_filter='BUG: kernel NULL pointer dereference|Oops: '
+  fi
+  if echo "$log" | grep -E 'BUG: |Oops: |WARNING: CPU: |general protection fault' | grep -v '__ib_drain_rq' \
+       | grep -v -E "$oops_filter" ; then
     echo "linux-peers: dmesg shows a kernel oops or warning (lines above)" >&2
     rc=1
   fi

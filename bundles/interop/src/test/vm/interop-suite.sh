@@ -37,6 +37,7 @@ start=$(date +%s)
 run_watched "${JUNIT_WATCHDOG_SECONDS:-1080}" "$OUT" \
   "$JAVA" "${JVM_OPTS[@]}" -jar "$LAUNCHER" execute --class-path "$TEST_CLASSPATH" \
   "$SELECT" "${EXCLUDE_OPTS[@]}" --reports-dir "$OUT/reports" \
+  '--config=junit.jupiter.testclass.order.default=org.junit.jupiter.api.ClassOrderer$OrderAnnotation' \
   --details=testfeed --disable-banner --disable-ansi-colors > "$OUT/junit.log" 2>&1
 rc=$?
 tail -n 30 "$OUT/junit.log"
