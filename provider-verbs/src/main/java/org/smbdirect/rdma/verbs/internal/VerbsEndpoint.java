@@ -5,12 +5,6 @@ import java.net.Inet6Address;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Queue;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -34,39 +28,16 @@ import com.ibm.disni.verbs.impl.NatObject;
  * An endpoint: an rdma_cm identifier with a reliable-connection queue pair in its own protection
  * domain (allocated through DiSNI).
  *
- * <p>Work requests: a request the consumer wants reported is signaled, and its slot is released by
- * its own completion. A {@link RequestFlags#SILENT_SUCCESS} send, RDMA Write or RDMA Read is not
- * signaled, but one in half the consumer's send-queue depth is (as perftest's {@code --cq-mod}):
- * on Soft-RoCE every work completion costs the device's completer and the poller work, and no one
- * is to see this one. Memory window binds are not signaled either, but every {@link
- * #SIGNALED_BIND_EVERY}th, as a bind is followed by the request that hands its token to the peer
- * anyway. A reliable connection's send queue completes in order, so an unsignaled request that
- * precedes a reported one completed successfully (a failed one reports itself), and its slot is
- * released then; a silent local invalidate stays signaled, because its completion frees its window.
- * The request context, kind and length of each request are kept in rings indexed by the sequence
- * number carried in the verbs work request id, whose upper half is this endpoint's id.
+ * <p>Work requests: the {@link SendQueueLedger} keeps what each send-queue slot holds and decides
+ * which requests reach the device unsignaled; the receive ring keeps each receive's context and
+ * regions. A work request id carries this endpoint's id in its upper half and the slot in its
+ * lower half (with a bit for receives).
  *
  * <p>Connection events arrive on the provider's connection thread and are delivered there.
  */
 final class VerbsEndpoint implements Endpoint {
-    /** Send-queue slots kept for memory window binds on top of the consumer's depth. */
-    static final int BIND_RESERVE = 32;
-    /**
-     * One memory window bind in this many is signaled, so that binds posted without any other
-     * request after them still complete within the reserve.
-     */
-    static final int SIGNALED_BIND_EVERY = BIND_RESERVE / 2;
     private static final long RECV_BIT = 1L << 31;
     private static final long SEQ_MASK = RECV_BIT - 1;
-    private static final byte F_SILENT = 1;
-    private static final byte F_INTERNAL = 2;
-    /** Never handed to the device: completes INVALID_TOKEN in order, then ends the connection. */
-    private static final byte F_SYNTHETIC_INVALID = 4;
-    /** Never handed to the device: posted after a synthetic failure, completes FLUSHED. */
-    private static final byte F_SYNTHETIC_FLUSH = 8;
-    private static final byte F_SYNTHETIC = F_SYNTHETIC_INVALID | F_SYNTHETIC_FLUSH;
-    /** Handed to the device without IBV_SEND_SIGNALED: completes with the next reported request. */
-    private static final byte F_UNSIGNALED = 16;
     private static final byte[] NONE = new byte[0];
     /** rdma_cm reject reason of InfiniBand/RoCE when nobody listens (IB_CM_REJ_INVALID_SERVICE_ID). */
     private static final int REJ_INVALID_SERVICE_ID = 8;
@@ -85,16 +56,8 @@ final class VerbsEndpoint implements Endpoint {
 
     final long cmId;
     private final IbvPd pd;
-    private final long pdPtr;
-    /**
-     * Memory windows and regions whose release failed: kept, not forgotten, and retried when the
-     * endpoint is released (after its queue pair, before its protection domain, which stays busy
-     * while any of them exists).
-     */
-    private final Queue<Long> leftoverWindows = new ConcurrentLinkedQueue<>();
-    private final Queue<Long> leftoverRegions = new ConcurrentLinkedQueue<>();
-    /** Regions behind windows and free windows, kept for the next registration. */
-    private final RegistrationCache cache;
+    final long pdPtr;
+    private final EndpointRegistrations registrations;
     final long qp;
     private final int sqSize;
 
@@ -109,7 +72,7 @@ final class VerbsEndpoint implements Endpoint {
      * Guards the native objects against use after destruction: every native call on them holds the
      * read lock and checks the flags below, which are set under the write lock.
      */
-    private final ReentrantReadWriteLock nativeLock = new ReentrantReadWriteLock();
+    final ReentrantReadWriteLock nativeLock = new ReentrantReadWriteLock();
     /** The protection domain, registrations and (if owned) the identifier are destroyed. */
     private volatile boolean nativeReleased;
     /** The queue pair is destroyed. */
@@ -129,37 +92,10 @@ final class VerbsEndpoint implements Endpoint {
     private byte[] connectPrivateData;
     private int connectIrd;
     private int connectOrd;
-    private final List<VerbsMemoryRegion> pendingBinds = new ArrayList<>();
-    private final Set<VerbsMemoryRegion> regions = ConcurrentHashMap.newKeySet();
-    /** Regions deregistered while their window's bind was in flight: released when it completes. */
-    private final Set<VerbsMemoryRegion> releasedUnderBind = ConcurrentHashMap.newKeySet();
-    private final ConcurrentHashMap<Integer, VerbsMemoryRegion> byToken = new ConcurrentHashMap<>();
 
+    /** Guards the send queue's posting side: the ledger's and the work request record. */
     private final Object sendLock = new Object();
-    private final Object[] sendContext;
-    private final byte[] sendOp;
-    private final byte[] sendFlag;
-    private final int[] sendBytes;
-    private final VerbsMemoryRegion[] sendRegion;
-    /** Number of send-queue requests ever posted; written under sendLock. */
-    private volatile long sendSeq;
-    /** Number of send-queue requests completed; under the send completion queue's lock. */
-    private long sendCompleted;
-    /** A request failed before reaching the device: later ones are flushed without reaching it. */
-    private volatile boolean doomed;
-    /** Sequence number of the last signaled request posted, -1 before the first; under sendLock. */
-    private long lastSignaledSeq = -1;
-    /** Unsignaled requests posted since the last signaled request; under sendLock. */
-    private int unsignaledRun;
-    /**
-     * Unsignaled requests posted whose completion is not accounted yet (binds, part of
-     * internalSends, and silent consumer requests, part of consumerSends).
-     */
-    private final AtomicInteger unsignaledInFlight = new AtomicInteger();
-    /** A silent consumer request is signaled when it would make the unsignaled run this long. */
-    private final int signaledSilentEvery;
-    private final AtomicInteger consumerSends = new AtomicInteger();
-    private final AtomicInteger internalSends = new AtomicInteger();
+    private final SendQueueLedger sendQueue;
     private final ByteBuffer sendRecord;
     private final long sendRecordAddress;
     private final ByteBuffer inlineData;
@@ -187,16 +123,10 @@ final class VerbsEndpoint implements Endpoint {
         this.request = request;
         this.sendCq = (VerbsCompletionQueue) options.sendQueue();
         this.recvCq = (VerbsCompletionQueue) options.receiveQueue();
-        int reserve = provider.memoryWindows ? BIND_RESERVE : 0;
-        // without windows a region's own rkey grants remote access: such a region is never kept
-        this.cache = new RegistrationCache(provider.memoryWindows ? provider.settings.registrationCache : 0);
-        this.sqSize = options.sendQueueDepth() + reserve;
-        this.signaledSilentEvery = Math.max(1, options.sendQueueDepth() / 2);
-        this.sendContext = new Object[sqSize];
-        this.sendOp = new byte[sqSize];
-        this.sendFlag = new byte[sqSize];
-        this.sendBytes = new int[sqSize];
-        this.sendRegion = new VerbsMemoryRegion[sqSize];
+        int reserve = provider.memoryWindows ? SendQueueLedger.BIND_RESERVE : 0;
+        this.registrations = new EndpointRegistrations(this, provider);
+        this.sendQueue = new SendQueueLedger(options.sendQueueDepth(), reserve, this::bindSettled);
+        this.sqSize = sendQueue.size();
         this.recvContext = new Object[options.receiveQueueDepth()];
         this.recvRegions = new Object[options.receiveQueueDepth()];
         this.sendRecord = direct(VerbsNative.WR_SGE + VerbsNative.SGE_SIZE * Math.max(1, options.maxSendSge()));
@@ -508,11 +438,7 @@ final class VerbsEndpoint implements Endpoint {
             }
             unanswered = request != null && !ownsCmId;
         }
-        // No remote access from now on (MS-SMBD 3.1.4.4 semantics of deregistration).
-        for (VerbsMemoryRegion r : regions) {
-            r.deregistered();
-            releaseWindow(r);
-        }
+        registrations.revokeAll();
         if (disconnect) {
             issueDisconnect();
         } else if (silent) {
@@ -611,19 +537,25 @@ final class VerbsEndpoint implements Endpoint {
             localAddress = address(false);
             remoteAddress = address(true);
         }
-        bindPendingWindows();
         boolean abort;
-        synchronized (lock) {
-            if (terminalDelivered) {
-                return;
+        while (true) {
+            registrations.bindPending();
+            synchronized (lock) {
+                if (terminalDelivered) {
+                    return;
+                }
+                if (registrations.bindsPending()) {
+                    continue; // registered meanwhile, still CONNECTING: bound here, before anyone can post
+                }
+                // Closed or failed while connecting: no onEstablished, end the connection now.
+                abort = closeRequestedDuringConnect || closeRequested || failure != null;
+                if (abort) {
+                    disconnectIssued = true;
+                } else {
+                    state = EndpointState.CONNECTED;
+                }
             }
-            // Closed or failed while connecting: no onEstablished, end the connection now.
-            abort = closeRequestedDuringConnect || closeRequested || failure != null;
-            if (abort) {
-                disconnectIssued = true;
-            } else {
-                state = EndpointState.CONNECTED;
-            }
+            break;
         }
         if (abort) {
             issueDisconnect();
@@ -633,31 +565,6 @@ final class VerbsEndpoint implements Endpoint {
             listener.onEstablished(this);
         } catch (RuntimeException | Error e) {
             VerbsProvider.LOG.log(Level.WARNING, "ConnectionListener.onEstablished threw", e);
-        }
-    }
-
-    /** Binds the windows of regions registered before the connection existed, before anyone can post. */
-    private void bindPendingWindows() {
-        while (true) {
-            List<VerbsMemoryRegion> batch;
-            synchronized (lock) {
-                if (pendingBinds.isEmpty()) {
-                    return;
-                }
-                batch = new ArrayList<>(pendingBinds);
-                pendingBinds.clear();
-            }
-            for (VerbsMemoryRegion r : batch) {
-                if (r.state() != VerbsMemoryRegion.VALID) {
-                    continue;
-                }
-                try {
-                    bind(r);
-                } catch (RdmaException e) {
-                    r.invalidated();
-                    requestFailed(e.status(), "binding a memory window failed: " + e.getMessage());
-                }
-            }
         }
     }
 
@@ -830,12 +737,11 @@ final class VerbsEndpoint implements Endpoint {
     // ------------------------------------------------------------------ release
 
     /**
-     * Requests whose completion is still due. Unsignaled requests are left out: one that completed
-     * reports nothing unless a reported request follows it, and once the queue pair is in error
-     * the device finishes or flushes it either way ({@link #releaseNative} settles the binds).
+     * Requests whose completion is still due (unsignaled ones are left out, see {@link
+     * SendQueueLedger#outstanding}; {@link #releaseNative} settles the binds).
      */
     private int outstanding() {
-        return consumerSends.get() + internalSends.get() - unsignaledInFlight.get() + receives.get();
+        return sendQueue.outstanding() + receives.get();
     }
 
     private void scheduleRelease() {
@@ -895,59 +801,12 @@ final class VerbsEndpoint implements Endpoint {
         nativeLock.writeLock().lock();
         try {
             nativeReleased = true;
-            // Windows first: a bound type 2 window holds its queue pair (Soft-RoCE waits for such
-            // references when destroying the queue pair) and its memory region.
-            settleUnsignaledBinds();
-            for (VerbsMemoryRegion r : regions) {
-                r.deregistered();
-                if (r.deferRelease()) {
-                    // its bind is in flight: freed once the queue pair, and the bind with it, is gone
-                    if (r.takeWindow()) {
-                        leftoverWindows.add(r.mw);
-                    }
-                } else {
-                    releaseWindow(r);
-                }
-            }
-            for (VerbsMemoryRegion r : releasedUnderBind) {
-                if (!r.bindInFlight()) {
-                    releaseWindow(r); // its bind was unsignaled and is settled: the window may be bound
-                } else if (r.takeWindow()) {
-                    leftoverWindows.add(r.mw);
-                }
-                leftoverRegions.add(r.mr);
-            }
-            releasedUnderBind.clear();
-            for (RegistrationCache.Window w : cache.drainWindows()) {
-                leftoverWindows.add(w.mw());
-            }
-            for (RegistrationCache.Region kept : cache.drainRegions()) {
-                leftoverRegions.add(kept.mr());
-            }
+            registrations.releaseBeforeQueuePair();
             if (!qpReleased) {
                 qpReleased = true;
                 VerbsNative.destroyQp(cmId);
             }
-            // the queue pair is gone, and with it every window's binding: retry what failed before
-            for (Long mw; (mw = leftoverWindows.poll()) != null;) {
-                try {
-                    VerbsNative.deallocMw(mw);
-                } catch (NativeException e) {
-                    VerbsProvider.LOG.log(Level.WARNING, "releasing the endpoint: " + e.getMessage());
-                }
-            }
-            for (VerbsMemoryRegion r : regions) {
-                leftoverRegions.add(r.mr);
-            }
-            for (Long mr; (mr = leftoverRegions.poll()) != null;) {
-                try {
-                    VerbsNative.deregMr(mr);
-                } catch (NativeException e) {
-                    VerbsProvider.LOG.log(Level.WARNING, "releasing the endpoint: " + e.getMessage());
-                }
-            }
-            regions.clear();
-            byToken.clear();
+            registrations.releaseAfterQueuePair();
             try {
                 pd.deallocPd();
             } catch (Exception e) {
@@ -966,22 +825,6 @@ final class VerbsEndpoint implements Endpoint {
         }
         sendCq.detach(this, sqSize);
         recvCq.detach(this, options.receiveQueueDepth());
-    }
-
-    /**
-     * At release, with the queue pair in error: an unsignaled bind that no reported request
-     * followed either completed (and reports nothing) or is flushed; its window is bound in the
-     * first case, so it is deallocated before the queue pair is destroyed, as every bound one is.
-     */
-    private void settleUnsignaledBinds() {
-        regions.forEach(VerbsEndpoint::settleUnsignaledBind);
-        releasedUnderBind.forEach(VerbsEndpoint::settleUnsignaledBind);
-    }
-
-    private static void settleUnsignaledBind(VerbsMemoryRegion r) {
-        if (r.unsignaledBindInFlight() >= 0) {
-            r.bindCompleted();
-        }
     }
 
     /** The request this passive endpoint was created for while it is still unanswered, else {@code null}. */
@@ -1010,52 +853,19 @@ final class VerbsEndpoint implements Endpoint {
     }
 
     /**
-     * Whether a deregistered region's window and registration must wait for the window's bind to
-     * complete: a window is never freed under its bind (the bind would then fail and with it the
-     * queue pair). A bind that has completed but whose completion was not yet taken from the queue
-     * is taken now (a poll, no waiting), so that a deregistration after the token was used revokes
-     * it at once. A bind really still in flight (queued behind other requests) leaves the release
-     * to its completion; until then the peer cannot know the token, which travels only in requests
-     * posted after the bind. An unsignaled bind completes with the next reported request: when
-     * none follows it, a local invalidate of its window, which is reported, is posted behind it.
-     *
-     * @param wasValid whether the token was valid until now (an invalidated one was bound before)
-     */
-    private boolean deferUnderBind(VerbsMemoryRegion r, boolean wasValid) {
-        if (r.mw == 0) {
-            return false;
-        }
-        if (r.bindInFlight()) {
-            sendCq.reap();
-            long seq = r.unsignaledBindInFlight();
-            if (seq >= 0 && !wasValid) {
-                r.bindCompleted(); // the token was invalidated, so it had been bound
-            } else if (seq >= 0) {
-                invalidateBehindUnsignaledBind(r, seq);
-            }
-        }
-        // listed first: a completion that ends the bind right after deferRelease finds it
-        releasedUnderBind.add(r);
-        if (!r.deferRelease()) {
-            releasedUnderBind.remove(r);
-            return false;
-        }
-        return true;
-    }
-
-    /**
      * Posts a signaled local invalidate of a deregistered region's window behind its unsignaled
      * bind when no reported request follows the bind, so that the bind's completion, and with it
      * the window's release, comes. When the internal reserve is full or the connection is ending,
      * the release waits for the next reported request or the endpoint's release.
      */
-    private void invalidateBehindUnsignaledBind(VerbsMemoryRegion r, long bindSeq) {
+    void invalidateBehindUnsignaledBind(VerbsMemoryRegion r, long bindSeq) {
         synchronized (sendLock) {
-            if (lastSignaledSeq > bindSeq || doomed || internalSends.get() >= BIND_RESERVE) {
+            if (sendQueue.signaledAfter(bindSeq) || sendQueue.doomed() || !sendQueue.internalRoom()) {
                 return;
             }
             try {
-                post(VerbsNative.OP_LOCAL_INV, null, F_INTERNAL, VerbsNative.SEND_SIGNALED, r, 0, 0, r.token, 0);
+                post(VerbsNative.OP_LOCAL_INV, null, SendQueueLedger.INTERNAL, VerbsNative.SEND_SIGNALED, r, 0, 0,
+                        r.token, 0);
             } catch (RdmaException e) {
                 VerbsProvider.LOG.log(Level.DEBUG, () -> "no local invalidate behind an unsignaled bind: "
                         + e.getMessage() + "; the window is released with the next reported request or the endpoint");
@@ -1063,252 +873,32 @@ final class VerbsEndpoint implements Endpoint {
         }
     }
 
-    /**
-     * An invalidation (the peer's, or a local one that completed) left a region's window free: it
-     * is kept for the next registration, bound again under a new key; the cache's overflow is
-     * deallocated.
-     */
-    private void recycleWindow(VerbsMemoryRegion r) {
-        nativeLock.readLock().lock();
-        try {
-            if (nativeReleased || !r.takeWindow()) {
-                return;
-            }
-            RegistrationCache.Window overflow = cache.keep(new RegistrationCache.Window(r.mw, r.token));
-            if (overflow != null) {
-                VerbsNative.deallocMw(overflow.mw());
-            }
-        } catch (NativeException e) {
-            // a free window holds nothing: released with the endpoint
-            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
-        } finally {
-            nativeLock.readLock().unlock();
-        }
-    }
-
-    /**
-     * The memory region of an ended registration: kept for the next registration of the same
-     * bytes when it grants no remote access of its own (it served a window), else deregistered.
-     * Called under the native read lock, before the endpoint is released.
-     *
-     * @throws NativeException when {@code ibv_dereg_mr} fails
-     */
-    private void retireRegion(VerbsMemoryRegion r) throws NativeException {
-        RegistrationCache.Region overflow = r.mw == 0 ? null
-                : cache.keep(new RegistrationCache.Region(r.registeredView(), r.address, r.length,
-                        windowRegionAccess(r.access), r.mr, r.lkey));
-        long mr = r.mw == 0 ? r.mr : overflow == null ? 0 : overflow.mr();
-        if (mr != 0) {
-            try {
-                VerbsNative.deregMr(mr);
-            } catch (NativeException e) {
-                leftoverRegions.add(mr);
-                throw e;
-            }
-        }
-    }
-
-    /** The verbs access of a region that remote access reaches through windows only. */
-    private static int windowRegionAccess(int access) {
-        return ((access & Access.LOCAL_WRITE) != 0 ? VerbsNative.ACCESS_LOCAL_WRITE : 0) | VerbsNative.ACCESS_MW_BIND;
-    }
-
-    /** Deallocates a region's memory window, revoking remote access through it. */
-    private void releaseWindow(VerbsMemoryRegion r) {
-        nativeLock.readLock().lock();
-        try {
-            if (r.takeWindow()) {
-                VerbsNative.deallocMw(r.mw);
-            }
-        } catch (NativeException e) {
-            // The window may still be bound: remote access through it ends only with the queue
-            // pair (a type 2 window is reachable through that queue pair alone), so the connection
-            // ends; the window is freed when the endpoint is released.
-            leftoverWindows.add(r.mw);
-            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; ending the connection, which alone can "
-                    + "revoke the window");
-            provider.cmLoop.execute(() -> attemptFailed(RdmaStatus.DEVICE_ERROR,
-                    "a memory window could not be deallocated: " + e.getMessage()));
-        } finally {
-            nativeLock.readLock().unlock();
-        }
-    }
-
     // ================================================================== registration service
 
     @Override
     public MemoryRegion register(ByteBuffer buffer, int access) throws RdmaException {
-        if (buffer == null) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "buffer is null");
-        }
-        if (!buffer.isDirect()) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a heap buffer cannot be registered: its memory may "
-                    + "move; use ByteBuffer.allocateDirect");
-        }
-        if ((access & ~Access.ALL) != 0) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "unknown access bits in " + Access.toString(access));
-        }
-        if ((access & Access.REMOTE_WRITE) != 0 && (access & Access.LOCAL_WRITE) == 0) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "REMOTE_WRITE requires LOCAL_WRITE");
-        }
-        int length = buffer.remaining();
-        if (length == 0) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "the buffer has no bytes between position and limit");
-        }
-        if (buffer.isReadOnly() && (access & (Access.LOCAL_WRITE | Access.REMOTE_WRITE)) != 0) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "write access to a read-only buffer");
-        }
-        if (length > provider.capabilities().maxRegionSize()) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, length + " bytes exceed the largest region of "
-                    + provider.capabilities().maxRegionSize() + " bytes");
-        }
-        if ((access & Access.REMOTE_READ) != 0 && !provider.capabilities().rdmaRead()) {
-            throw new RdmaException(RdmaStatus.NOT_SUPPORTED, provider.name() + " has no RDMA Read");
-        }
-        checkRegistrationState();
-        long address = VerbsNative.bufferAddress(buffer) + buffer.position();
-        ByteBuffer view = buffer.duplicate().slice();
-        boolean remote = Access.isRemote(access);
-        boolean window = remote && provider.memoryWindows;
-        int mrAccess = window ? windowRegionAccess(access)
-                : ((access & Access.LOCAL_WRITE) != 0 ? VerbsNative.ACCESS_LOCAL_WRITE : 0) | remoteAccessFlags(access);
-        int[] keys = new int[2];
-        long mr;
-        long mw = 0;
-        int token;
-        nativeLock.readLock().lock();
-        try {
-            if (nativeReleased) {
-                throw new RdmaException(RdmaStatus.INVALID_STATE, "cannot register memory: the endpoint was released");
-            }
-            RegistrationCache.Region kept = window ? cache.takeRegion(address, length, mrAccess) : null;
-            if (kept != null) {
-                mr = kept.mr();
-                keys[0] = kept.lkey();
-            } else {
-                mr = regMr(address, length, mrAccess, keys);
-            }
-            token = remote ? keys[1] : keys[0];
-            if (window) {
-                RegistrationCache.Window free = cache.takeWindow();
-                int[] rkey = new int[1];
-                if (free != null) {
-                    mw = free.mw();
-                    rkey[0] = free.lastKey();
-                } else {
-                    try {
-                        mw = VerbsNative.allocMw(pdPtr, rkey);
-                    } catch (NativeException e) {
-                        deregQuietly(mr);
-                        throw e.toRdmaException("allocating a memory window");
-                    }
-                }
-                // a window bound again takes another key: its previous holder's token stays dead,
-                // and no region of this endpoint still known by a key shares it
-                token = provider.newWindowKey(rkey[0]);
-                for (int i = 0; i < 8 && byToken.containsKey(token); i++) {
-                    token = provider.newWindowKey(rkey[0]);
-                }
-            }
-        } finally {
-            nativeLock.readLock().unlock();
-        }
-        VerbsMemoryRegion region = new VerbsMemoryRegion(this, view, address, access, mr, keys[0], mw, token);
-        regions.add(region);
-        byToken.put(token, region);
-        if (window) {
-            boolean now;
-            synchronized (lock) {
-                now = state == EndpointState.CONNECTED;
-                if (!now && (state == EndpointState.IDLE || state == EndpointState.CONNECTING)) {
-                    pendingBinds.add(region);
-                } else if (!now) {
-                    discard(region);
-                    throw new RdmaException(RdmaStatus.INVALID_STATE, "the endpoint is " + state);
-                }
-            }
-            if (now) {
-                try {
-                    bind(region);
-                } catch (RdmaException e) {
-                    discard(region);
-                    throw e;
-                }
-            }
-        }
-        return region;
+        return registrations.register(buffer, access);
+    }
+
+    @Override
+    public void deregister(MemoryRegion region) throws RdmaException {
+        registrations.deregister(region);
     }
 
     /**
-     * ibv_reg_mr; when it fails while regions are kept for later, they are given back (their pages
-     * count against the locked-memory limit) and it is tried once more. Under the native read lock.
+     * Whether a new region's window is bound now (the endpoint is connected) or once it is
+     * (connecting); refused when the connection has ended.
      */
-    private long regMr(long address, int length, int mrAccess, int[] keys) throws RdmaException {
-        try {
-            return VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
-        } catch (NativeException e) {
-            List<RegistrationCache.Region> kept = cache.evictRegions();
-            if (kept.isEmpty()) {
-                throw e.toRdmaException("registering " + length + " bytes");
+    boolean bindsNow(VerbsMemoryRegion region) throws RdmaException {
+        synchronized (lock) {
+            if (state == EndpointState.CONNECTED) {
+                return true;
             }
-            for (RegistrationCache.Region r : kept) {
-                deregQuietly(r.mr());
+            if (state == EndpointState.IDLE || state == EndpointState.CONNECTING) {
+                registrations.bindLater(region);
+                return false;
             }
-            try {
-                return VerbsNative.regMr(pdPtr, address, length, mrAccess, keys);
-            } catch (NativeException again) {
-                throw again.toRdmaException("registering " + length + " bytes (after giving back "
-                        + kept.size() + " kept regions)");
-            }
-        }
-    }
-
-    private void checkRegistrationState() throws RdmaException {
-        EndpointState s = state;
-        if (s == EndpointState.DISCONNECTED || s == EndpointState.CLOSED) {
-            throw new RdmaException(RdmaStatus.INVALID_STATE, "cannot register memory: the endpoint is " + s);
-        }
-    }
-
-    private static int remoteAccessFlags(int access) {
-        return ((access & Access.REMOTE_READ) != 0 ? VerbsNative.ACCESS_REMOTE_READ : 0)
-                | ((access & Access.REMOTE_WRITE) != 0 ? VerbsNative.ACCESS_REMOTE_WRITE : 0);
-    }
-
-    private void discard(VerbsMemoryRegion region) {
-        region.deregistered();
-        if (!regions.remove(region)) {
-            return; // released with the endpoint
-        }
-        byToken.remove(region.token, region);
-        if (deferUnderBind(region, true)) {
-            return;
-        }
-        freeNow(region);
-    }
-
-    /** Gives back a discarded region's window and deregisters its memory (unless the endpoint did). */
-    private void freeNow(VerbsMemoryRegion region) {
-        releaseWindow(region);
-        nativeLock.readLock().lock();
-        try {
-            if (!nativeReleased) {
-                retireRegion(region);
-            }
-        } catch (NativeException e) {
-            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
-        } finally {
-            nativeLock.readLock().unlock();
-        }
-    }
-
-    /** ibv_dereg_mr; a region that cannot be deregistered now is kept for the endpoint's release. */
-    private void deregQuietly(long mr) {
-        try {
-            VerbsNative.deregMr(mr);
-        } catch (NativeException e) {
-            leftoverRegions.add(mr);
-            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
+            throw new RdmaException(RdmaStatus.INVALID_STATE, "the endpoint is " + state);
         }
     }
 
@@ -1320,21 +910,22 @@ final class VerbsEndpoint implements Endpoint {
      * off the completion queue once, and if none has completed the registration is refused with
      * {@link RdmaStatus#INSUFFICIENT_RESOURCES} (a consumer on an engine thread must not block).
      */
-    private void bind(VerbsMemoryRegion r) throws RdmaException {
+    void bind(VerbsMemoryRegion r) throws RdmaException {
         for (int attempt = 0; attempt < 2; attempt++) {
             synchronized (sendLock) {
-                if (internalSends.get() < BIND_RESERVE) {
-                    boolean signaled = unsignaledRun + 1 >= SIGNALED_BIND_EVERY;
+                if (sendQueue.internalRoom()) {
+                    boolean signaled = sendQueue.signalNextBind();
                     ByteBuffer rec = sendRecord;
                     rec.putLong(VerbsNative.WR_BIND_MW, r.mw);
                     rec.putLong(VerbsNative.WR_BIND_MR, r.mr);
                     rec.putLong(VerbsNative.WR_BIND_ADDR, r.address);
                     rec.putLong(VerbsNative.WR_BIND_LENGTH, r.length);
                     rec.putInt(VerbsNative.WR_BIND_RKEY, r.token);
-                    rec.putInt(VerbsNative.WR_BIND_ACCESS, remoteAccessFlags(r.access));
-                    r.bindPosted(sendSeq, !signaled);
+                    rec.putInt(VerbsNative.WR_BIND_ACCESS, EndpointRegistrations.remoteAccessFlags(r.access));
+                    r.bindPosted(sendQueue.next(), !signaled);
                     try {
-                        post(VerbsNative.OP_BIND_MW, null, signaled ? F_INTERNAL : F_INTERNAL | F_UNSIGNALED,
+                        post(VerbsNative.OP_BIND_MW, null, signaled ? SendQueueLedger.INTERNAL
+                                : SendQueueLedger.INTERNAL | SendQueueLedger.UNSIGNALED,
                                 signaled ? VerbsNative.SEND_SIGNALED : 0, r, 0, 0, 0, 0);
                     } catch (RdmaException | RuntimeException e) {
                         r.bindCompleted();
@@ -1347,49 +938,8 @@ final class VerbsEndpoint implements Endpoint {
                 sendCq.reap(); // binds that completed meanwhile free their reserve; no waiting
             }
         }
-        throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, BIND_RESERVE
+        throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, SendQueueLedger.BIND_RESERVE
                 + " memory window binds are still outstanding");
-    }
-
-    @Override
-    public void deregister(MemoryRegion region) throws RdmaException {
-        VerbsMemoryRegion r = own(region, RdmaStatus.INVALID_PARAMETER);
-        boolean wasValid;
-        synchronized (r) {
-            if (r.state() == VerbsMemoryRegion.DEREGISTERED && !regions.contains(r)) {
-                throw new RdmaException(RdmaStatus.INVALID_TOKEN, "the region is already deregistered");
-            }
-            if (!regions.remove(r)) {
-                throw new RdmaException(RdmaStatus.INVALID_TOKEN, "the region is already deregistered");
-            }
-            wasValid = r.state() == VerbsMemoryRegion.VALID;
-            r.deregistered();
-        }
-        byToken.remove(r.token, r);
-        synchronized (lock) {
-            pendingBinds.remove(r);
-        }
-        if (deferUnderBind(r, wasValid)) {
-            return;
-        }
-        releaseWindow(r);
-        nativeLock.readLock().lock();
-        try {
-            if (!nativeReleased) {
-                retireRegion(r);
-            }
-        } catch (NativeException e) {
-            throw e.toRdmaException("deregistering (the registration is released with the endpoint)");
-        } finally {
-            nativeLock.readLock().unlock();
-        }
-    }
-
-    private VerbsMemoryRegion own(MemoryRegion region, RdmaStatus otherwise) throws RdmaException {
-        if (!(region instanceof VerbsMemoryRegion) || ((VerbsMemoryRegion) region).endpoint != this) {
-            throw new RdmaException(otherwise, "the region " + region + " belongs to another endpoint");
-        }
-        return (VerbsMemoryRegion) region;
     }
 
     @Override
@@ -1399,7 +949,7 @@ final class VerbsEndpoint implements Endpoint {
             throw new RdmaException(RdmaStatus.NOT_SUPPORTED, provider.name() + " has no memory windows: tokens "
                     + "cannot be invalidated");
         }
-        VerbsMemoryRegion r = own(region, RdmaStatus.INVALID_PARAMETER);
+        VerbsMemoryRegion r = registrations.own(region, RdmaStatus.INVALID_PARAMETER);
         if (!r.isRemote()) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "the region was registered without remote access");
         }
@@ -1411,10 +961,10 @@ final class VerbsEndpoint implements Endpoint {
         boolean posted = false;
         try {
             synchronized (sendLock) {
-                byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? F_SILENT : 0;
+                byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? SendQueueLedger.SILENT : 0;
                 boolean valid;
                 synchronized (r) {
-                    valid = r.state() == VerbsMemoryRegion.VALID && r.mw != 0 && regions.contains(r);
+                    valid = r.state() == VerbsMemoryRegion.VALID && r.mw != 0 && registrations.isRegistered(r);
                 }
                 if (valid) {
                     post(VerbsNative.OP_LOCAL_INV, context, flag, sendFlags(flags), r, 0, 0, r.token, 0);
@@ -1423,28 +973,20 @@ final class VerbsEndpoint implements Endpoint {
                     // Already invalid. Nothing is handed to the device (Soft-RoCE of Linux 6.1
                     // dereferences a null pointer when asked to invalidate an unbound window): the
                     // request completes INVALID_TOKEN in order with the others and ends the connection.
-                    postSynthetic(VerbsNative.OP_LOCAL_INV, context, F_SYNTHETIC_INVALID, r);
+                    postSynthetic(VerbsNative.OP_LOCAL_INV, context, SendQueueLedger.SYNTHETIC_INVALID, r);
                 }
                 posted = true;
             }
         } finally {
             if (!posted) {
-                consumerSends.decrementAndGet();
+                sendQueue.unreserveConsumer();
             }
         }
     }
 
     /** Queues a request that never reaches the device. sendLock held; the consumer slot is reserved. */
     private void postSynthetic(int op, Object context, byte flag, VerbsMemoryRegion region) {
-        long seq = sendSeq;
-        int slot = (int) (seq % sqSize);
-        sendContext[slot] = context;
-        sendOp[slot] = (byte) op;
-        sendFlag[slot] = flag;
-        sendBytes[slot] = 0;
-        sendRegion[slot] = region;
-        doomed = true;
-        sendSeq = seq + 1;
+        sendQueue.recordSynthetic(op, context, flag, region);
         sendCq.completeSynthetic(this);
     }
 
@@ -1453,28 +995,15 @@ final class VerbsEndpoint implements Endpoint {
      * queue's lock.
      */
     void drainSynthetic(VerbsCompletionQueue cq) {
-        while (sendCompleted < sendSeq) {
-            int slot = (int) (sendCompleted % sqSize);
-            byte flag = sendFlag[slot];
-            if ((flag & F_UNSIGNALED) != 0 && doomed) {
-                // Nothing reported follows it on the device any more: it completed, or the queue
-                // pair's error flushes it (a late report of it is then ignored).
-                settleUnsignaled(slot);
-                continue;
-            }
-            if ((flag & F_SYNTHETIC) == 0) {
-                return;
-            }
+        for (int slot; (slot = sendQueue.nextSynthetic()) >= 0;) {
+            byte flag = sendQueue.flags(slot);
             VerbsCompletionQueue.Entry e = new VerbsCompletionQueue.Entry();
-            e.context = sendContext[slot];
+            e.context = sendQueue.context(slot);
             e.endpoint = this;
-            e.type = type(sendOp[slot]);
-            e.status = (flag & F_SYNTHETIC_INVALID) != 0 ? RdmaStatus.INVALID_TOKEN : RdmaStatus.FLUSHED;
-            sendContext[slot] = null;
-            sendRegion[slot] = null;
-            sendCompleted++;
-            consumerSends.decrementAndGet();
-            if ((flag & F_SYNTHETIC_INVALID) != 0) {
+            e.type = type(sendQueue.opcode(slot));
+            e.status = (flag & SendQueueLedger.SYNTHETIC_INVALID) != 0 ? RdmaStatus.INVALID_TOKEN : RdmaStatus.FLUSHED;
+            sendQueue.retire(slot);
+            if ((flag & SendQueueLedger.SYNTHETIC_INVALID) != 0) {
                 requestFailed(RdmaStatus.INVALID_TOKEN, "a local invalidate named a token that was already "
                         + "invalidated or deregistered");
                 qpToErrorQuietly();
@@ -1624,13 +1153,13 @@ final class VerbsEndpoint implements Endpoint {
                         throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a request moves at most 2 GiB");
                     }
                 }
-                byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? F_SILENT : 0;
+                byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? SendQueueLedger.SILENT : 0;
                 post(op, context, flag, sendFlags(flags), null, remoteOffset, rkey, invalidate, n, (int) total);
                 posted = true;
             }
         } finally {
             if (!posted) {
-                consumerSends.decrementAndGet();
+                sendQueue.unreserveConsumer();
             }
         }
     }
@@ -1753,20 +1282,14 @@ final class VerbsEndpoint implements Endpoint {
 
     /** Takes one of the consumer's send-queue slots, reaping completions once if none is free. */
     private void reserveConsumerSlot() throws RdmaException {
-        int depth = options.sendQueueDepth();
-        for (int attempt = 0; attempt < 2; attempt++) {
-            int n = consumerSends.get();
-            while (n < depth) {
-                if (consumerSends.compareAndSet(n, n + 1)) {
-                    return;
-                }
-                n = consumerSends.get();
-            }
-            if (attempt == 0) {
-                sendCq.reap();
-            }
+        if (sendQueue.tryReserveConsumer()) {
+            return;
         }
-        throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, "the send queue holds " + depth + " requests");
+        sendCq.reap();
+        if (!sendQueue.tryReserveConsumer()) {
+            throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, "the send queue holds "
+                    + options.sendQueueDepth() + " requests");
+        }
     }
 
     /**
@@ -1775,20 +1298,18 @@ final class VerbsEndpoint implements Endpoint {
      */
     private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
             int rkey, int invalidate, int sges, int bytes) throws RdmaException {
-        boolean internal = (flag & F_INTERNAL) != 0;
-        if (doomed) {
-            if (internal) {
+        if (sendQueue.doomed()) {
+            if ((flag & SendQueueLedger.INTERNAL) != 0) {
                 throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the connection is ending");
             }
-            postSynthetic(op, context, F_SYNTHETIC_FLUSH, region);
+            postSynthetic(op, context, SendQueueLedger.SYNTHETIC_FLUSH, region);
             return;
         }
-        if ((flag & F_SILENT) != 0 && op != VerbsNative.OP_LOCAL_INV && unsignaledRun + 1 < signaledSilentEvery) {
-            flag |= F_UNSIGNALED;
+        flag = sendQueue.signaling(flag, op);
+        if ((flag & SendQueueLedger.UNSIGNALED) != 0) {
             ibvFlags &= ~VerbsNative.SEND_SIGNALED;
         }
-        long seq = sendSeq;
-        int slot = (int) (seq % sqSize);
+        int slot = sendQueue.record(op, context, flag, bytes, region);
         ByteBuffer rec = sendRecord;
         rec.putLong(VerbsNative.WR_ID, ((long) id << 32) | slot);
         rec.putInt(VerbsNative.WR_OPCODE, op);
@@ -1797,18 +1318,6 @@ final class VerbsEndpoint implements Endpoint {
         rec.putInt(VerbsNative.WR_RKEY, rkey);
         rec.putInt(VerbsNative.WR_INVALIDATE, invalidate);
         rec.putInt(VerbsNative.WR_NUM_SGE, sges);
-        sendContext[slot] = context;
-        sendOp[slot] = (byte) op;
-        sendFlag[slot] = flag;
-        sendBytes[slot] = bytes;
-        sendRegion[slot] = region;
-        boolean unsignaled = (flag & F_UNSIGNALED) != 0;
-        if (internal) {
-            internalSends.incrementAndGet();
-        }
-        if (unsignaled) {
-            unsignaledInFlight.incrementAndGet();
-        }
         nativeLock.readLock().lock();
         try {
             if (qpReleased) {
@@ -1816,25 +1325,12 @@ final class VerbsEndpoint implements Endpoint {
             }
             VerbsNative.postSend(qp, sendRecordAddress, 1);
         } catch (NativeException e) {
-            sendContext[slot] = null;
-            sendRegion[slot] = null;
-            if (internal) {
-                internalSends.decrementAndGet();
-            }
-            if (unsignaled) {
-                unsignaledInFlight.decrementAndGet();
-            }
+            sendQueue.unrecord(slot);
             throw e.toRdmaException("posting a " + opName(op));
         } finally {
             nativeLock.readLock().unlock();
         }
-        if (unsignaled) {
-            unsignaledRun++;
-        } else {
-            unsignaledRun = 0;
-            lastSignaledSeq = seq;
-        }
-        sendSeq = seq + 1;
+        sendQueue.posted(slot);
     }
 
     private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
@@ -1900,10 +1396,10 @@ final class VerbsEndpoint implements Endpoint {
             out.tokenInvalidated = false;
             out.token = 0;
             if (status == RdmaStatus.SUCCESS && (wcFlags & provider.withInvalidateFlags) != 0) {
-                VerbsMemoryRegion r = byToken.get(invalidated);
+                VerbsMemoryRegion r = registrations.byToken(invalidated);
                 if (r != null && r.isRemote() && r.state() == VerbsMemoryRegion.VALID) {
                     r.invalidated();
-                    recycleWindow(r); // free again: kept for another registration, under another key
+                    registrations.recycleWindow(r); // free again: kept for another registration, under another key
                     out.tokenInvalidated = true;
                     out.token = invalidated;
                 } else {
@@ -1927,27 +1423,18 @@ final class VerbsEndpoint implements Endpoint {
             }
             cq.enqueueLocked(out);
         } else {
-            settleUnsignaledBefore(slot);
-            if ((int) (sendCompleted % sqSize) != slot) {
+            if (!sendQueue.reported(slot)) {
                 // an unsignaled bind already settled when the connection was doomed: its flush
-                // (sendSeq is not compared: a request's completion may be taken before its post
-                // has counted it)
                 return;
             }
-            Object context = sendContext[slot];
-            int op = sendOp[slot];
-            byte flag = sendFlag[slot];
-            int bytes = sendBytes[slot];
-            VerbsMemoryRegion region = sendRegion[slot];
-            sendContext[slot] = null;
-            sendRegion[slot] = null;
-            sendCompleted++;
+            Object context = sendQueue.context(slot);
+            int op = sendQueue.opcode(slot);
+            byte flag = sendQueue.flags(slot);
+            int bytes = sendQueue.bytes(slot);
+            VerbsMemoryRegion region = sendQueue.region(slot);
+            sendQueue.retire(slot);
             RdmaStatus status = WcStatus.map(wcStatus, type(op), provider.softRoce);
-            if ((flag & F_UNSIGNALED) != 0) {
-                unsignaledInFlight.decrementAndGet(); // it failed, or was flushed
-            }
-            if ((flag & F_INTERNAL) != 0) {
-                internalSends.decrementAndGet();
+            if ((flag & SendQueueLedger.INTERNAL) != 0) {
                 bindSettled(region);
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED && region != null
                         && region.state() != VerbsMemoryRegion.DEREGISTERED) {
@@ -1956,15 +1443,14 @@ final class VerbsEndpoint implements Endpoint {
                             + WcStatus.name(wcStatus));
                 }
             } else {
-                consumerSends.decrementAndGet();
                 if (op == VerbsNative.OP_LOCAL_INV && status == RdmaStatus.SUCCESS && region != null) {
-                    recycleWindow(region); // free again: kept for another registration, under another key
+                    registrations.recycleWindow(region); // free again: kept for another registration, under another key
                 }
                 if (status != RdmaStatus.SUCCESS && status != RdmaStatus.FLUSHED) {
                     requestFailed(status, "a " + opName(op) + " failed with " + WcStatus.name(wcStatus)
                             + " (vendor error 0x" + Integer.toHexString(vendorErr) + ")");
                 }
-                if ((flag & F_SILENT) == 0 || status != RdmaStatus.SUCCESS) {
+                if ((flag & SendQueueLedger.SILENT) == 0 || status != RdmaStatus.SUCCESS) {
                     out.context = context;
                     out.endpoint = this;
                     out.type = type(op);
@@ -1982,42 +1468,9 @@ final class VerbsEndpoint implements Endpoint {
         }
     }
 
-    /**
-     * Accounts the unsignaled requests that precede the reported request in {@code slot} as
-     * completed: the send queue of a reliable connection completes in order, and a failed
-     * request reports itself. The requests before {@code slot} were counted in sendSeq before it
-     * was posted. Under the send completion queue's lock.
-     */
-    private void settleUnsignaledBefore(int slot) {
-        while (sendCompleted < sendSeq) {
-            int s = (int) (sendCompleted % sqSize);
-            if (s == slot || (sendFlag[s] & F_UNSIGNALED) == 0) {
-                return;
-            }
-            settleUnsignaled(s);
-        }
-    }
-
-    /** An unsignaled request completed successfully: a bind settles its window; a silent request frees its slot. */
-    private void settleUnsignaled(int s) {
-        VerbsMemoryRegion region = sendRegion[s];
-        sendContext[s] = null;
-        sendRegion[s] = null;
-        sendCompleted++;
-        unsignaledInFlight.decrementAndGet();
-        if ((sendFlag[s] & F_INTERNAL) != 0) {
-            internalSends.decrementAndGet();
-            bindSettled(region);
-        } else {
-            consumerSends.decrementAndGet();
-        }
-    }
-
-    /** A window's bind completed: a region deregistered while it was in flight is freed now. */
+    /** A window's bind completed (told by the ledger, or by its own completion). */
     private void bindSettled(VerbsMemoryRegion region) {
-        if (region != null && region.bindCompleted() && releasedUnderBind.remove(region)) {
-            freeNow(region);
-        }
+        registrations.bindSettled(region);
     }
 
     @Override

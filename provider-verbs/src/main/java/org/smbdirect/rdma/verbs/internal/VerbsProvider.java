@@ -165,7 +165,7 @@ public final class VerbsProvider implements RdmaProvider {
             if (dev[VerbsNative.DEV_MAX_SGE_RD] > 0) {
                 sge = Math.min(sge, dev[VerbsNative.DEV_MAX_SGE_RD]);
             }
-            int reserve = windows ? VerbsEndpoint.BIND_RESERVE : 0;
+            int reserve = windows ? SendQueueLedger.BIND_RESERVE : 0;
             long queueDepth = Math.min(dev[VerbsNative.DEV_MAX_QP_WR] - reserve, (maxCqe - reserve) / 2L);
             this.memoryWindows = windows;
             this.softRoce = dev[VerbsNative.DEV_VENDOR_ID] == RXE_VENDOR_ID;

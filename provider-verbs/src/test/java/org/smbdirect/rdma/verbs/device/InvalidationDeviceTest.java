@@ -206,7 +206,7 @@ class InvalidationDeviceTest {
 
     /**
      * Registrations with no other request between them: more than the binds' reserve of the send
-     * queue, none refused, because one bind in {@code SIGNALED_BIND_EVERY} reports its completion
+     * queue, none refused, because one bind in {@code SendQueueLedger.SIGNALED_BIND_EVERY} reports its completion
      * and with it those before it. The first and the last token both read.
      */
     @Test
