@@ -1,14 +1,18 @@
 package org.smbdirect.rdma.verbs.internal;
 
+import static org.smbdirect.rdma.verbs.internal.WorkRequestRecords.checkFlags;
+import static org.smbdirect.rdma.verbs.internal.WorkRequestRecords.deregistered;
+import static org.smbdirect.rdma.verbs.internal.WorkRequestRecords.opName;
+import static org.smbdirect.rdma.verbs.internal.WorkRequestRecords.sendFlags;
+import static org.smbdirect.rdma.verbs.internal.WorkRequestRecords.type;
+
 import java.lang.System.Logger.Level;
 import java.net.Inet6Address;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
-import org.smbdirect.rdma.Access;
 import org.smbdirect.rdma.ConnectionListener;
 import org.smbdirect.rdma.Endpoint;
 import org.smbdirect.rdma.EndpointOptions;
@@ -96,10 +100,7 @@ final class VerbsEndpoint implements Endpoint {
     /** Guards the send queue's posting side: the ledger's and the work request record. */
     private final Object sendLock = new Object();
     private final SendQueueLedger sendQueue;
-    private final ByteBuffer sendRecord;
-    private final long sendRecordAddress;
-    private final ByteBuffer inlineData;
-    private final long inlineAddress;
+    private final WorkRequestRecords records;
 
     private final Object recvLock = new Object();
     private final Object[] recvContext;
@@ -107,8 +108,6 @@ final class VerbsEndpoint implements Endpoint {
     private final Object[] recvRegions;
     private long recvSeq;
     private final AtomicInteger receives = new AtomicInteger();
-    private final ByteBuffer recvRecord;
-    private final long recvRecordAddress;
 
     VerbsEndpoint(VerbsProvider provider, int id, long serial, long cmId, boolean ownsCmId, EndpointOptions options,
             ConnectionListener listener, VerbsConnectionRequest request) throws RdmaException {
@@ -129,12 +128,8 @@ final class VerbsEndpoint implements Endpoint {
         this.sqSize = sendQueue.size();
         this.recvContext = new Object[options.receiveQueueDepth()];
         this.recvRegions = new Object[options.receiveQueueDepth()];
-        this.sendRecord = direct(VerbsNative.WR_SGE + VerbsNative.SGE_SIZE * Math.max(1, options.maxSendSge()));
-        this.sendRecordAddress = VerbsNative.bufferAddress(sendRecord);
-        this.recvRecord = direct(VerbsNative.RECV_SGE + VerbsNative.SGE_SIZE * options.maxReceiveSge());
-        this.recvRecordAddress = VerbsNative.bufferAddress(recvRecord);
-        this.inlineData = direct(Math.max(1, options.inlineThreshold()));
-        this.inlineAddress = VerbsNative.bufferAddress(inlineData);
+        this.records = new WorkRequestRecords(this, options.maxSendSge(), options.maxReceiveSge(),
+                options.inlineThreshold());
 
         boolean sendAttached = false;
         boolean recvAttached = false;
@@ -179,10 +174,6 @@ final class VerbsEndpoint implements Endpoint {
         if (recvAttached) {
             recvCq.detach(this, options.receiveQueueDepth());
         }
-    }
-
-    private static ByteBuffer direct(int size) {
-        return ByteBuffer.allocateDirect(size).order(ByteOrder.nativeOrder());
     }
 
     // ================================================================== connection service
@@ -915,13 +906,7 @@ final class VerbsEndpoint implements Endpoint {
             synchronized (sendLock) {
                 if (sendQueue.internalRoom()) {
                     boolean signaled = sendQueue.signalNextBind();
-                    ByteBuffer rec = sendRecord;
-                    rec.putLong(VerbsNative.WR_BIND_MW, r.mw);
-                    rec.putLong(VerbsNative.WR_BIND_MR, r.mr);
-                    rec.putLong(VerbsNative.WR_BIND_ADDR, r.address);
-                    rec.putLong(VerbsNative.WR_BIND_LENGTH, r.length);
-                    rec.putInt(VerbsNative.WR_BIND_RKEY, r.token);
-                    rec.putInt(VerbsNative.WR_BIND_ACCESS, EndpointRegistrations.remoteAccessFlags(r.access));
+                    records.bind(r);
                     r.bindPosted(sendQueue.next(), !signaled);
                     try {
                         post(VerbsNative.OP_BIND_MW, null, signaled ? SendQueueLedger.INTERNAL
@@ -1032,30 +1017,18 @@ final class VerbsEndpoint implements Endpoint {
                 throw new RdmaException(RdmaStatus.INSUFFICIENT_RESOURCES, "the receive queue holds "
                         + recvContext.length + " receives");
             }
-            int n = 0;
-            Object named = null;
-            for (int i = 0; i < count; i++) {
-                VerbsMemoryRegion r = element(sgl[i], true);
-                named = i == 0 ? r : i == 1 ? new VerbsMemoryRegion[] {(VerbsMemoryRegion) named, r} : grow(named, r);
-                if (sgl[i].length() > 0) {
-                    putSge(recvRecord, VerbsNative.RECV_SGE + n * VerbsNative.SGE_SIZE, r.address + sgl[i].offset(),
-                            sgl[i].length(), r.lkey);
-                    n++;
-                }
-            }
             long seq = recvSeq;
             int slot = (int) (seq % recvContext.length);
-            recvRecord.putLong(VerbsNative.RECV_ID, ((long) id << 32) | RECV_BIT | slot);
-            recvRecord.putInt(VerbsNative.RECV_NUM_SGE, n);
+            records.receiveRequest(((long) id << 32) | RECV_BIT | slot, sgl, count);
             recvContext[slot] = context;
-            recvRegions[slot] = named;
+            recvRegions[slot] = records.receiveRegions();
             receives.incrementAndGet();
             nativeLock.readLock().lock();
             try {
                 if (qpReleased) {
                     throw new NativeException("ibv_post_recv", 107, "the queue pair was released");
                 }
-                VerbsNative.postRecv(qp, recvRecordAddress);
+                VerbsNative.postRecv(qp, records.receiveAddress);
             } catch (NativeException e) {
                 recvContext[slot] = null;
                 recvRegions[slot] = null;
@@ -1128,33 +1101,10 @@ final class VerbsEndpoint implements Endpoint {
         boolean posted = false;
         try {
             synchronized (sendLock) {
-                long total;
-                int n;
-                if (inline) {
-                    total = gatherInline(sgl, count);
-                    n = 0;
-                    if (total > 0) {
-                        putSge(sendRecord, VerbsNative.WR_SGE, inlineAddress, (int) total, 0);
-                        n = 1;
-                    }
-                } else {
-                    total = 0;
-                    n = 0;
-                    for (int i = 0; i < count; i++) {
-                        VerbsMemoryRegion r = element(sgl[i], op == VerbsNative.OP_READ);
-                        total += sgl[i].length();
-                        if (sgl[i].length() > 0) {
-                            putSge(sendRecord, VerbsNative.WR_SGE + n * VerbsNative.SGE_SIZE, r.address + sgl[i].offset(),
-                                    sgl[i].length(), r.lkey);
-                            n++;
-                        }
-                    }
-                    if (total > Integer.MAX_VALUE) {
-                        throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a request moves at most 2 GiB");
-                    }
-                }
+                int n = records.sendElements(op, sgl, count, inline);
                 byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? SendQueueLedger.SILENT : 0;
-                post(op, context, flag, sendFlags(flags), null, remoteOffset, rkey, invalidate, n, (int) total);
+                post(op, context, flag, sendFlags(flags), null, remoteOffset, rkey, invalidate, n,
+                        records.sendBytes());
                 posted = true;
             }
         } finally {
@@ -1162,115 +1112,6 @@ final class VerbsEndpoint implements Endpoint {
                 sendQueue.unreserveConsumer();
             }
         }
-    }
-
-    /** Copies the bytes of an inline request into the inline buffer; returns their number. sendLock held. */
-    private long gatherInline(Sge[] sgl, int count) throws RdmaException {
-        long total = 0;
-        for (int i = 0; i < count; i++) {
-            Sge s = sgl[i];
-            if (s == null || (s.region() == null && s.inlineData() == null)) {
-                throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "element " + i + " is not set");
-            }
-            if (s.offset() < 0 || s.length() < 0) {
-                throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "element " + i + " has a negative offset or length");
-            }
-            total += s.length();
-        }
-        if (total > options.inlineThreshold()) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, total + " bytes exceed the endpoint's inline threshold of "
-                    + options.inlineThreshold());
-        }
-        int at = 0;
-        for (int i = 0; i < count; i++) {
-            Sge s = sgl[i];
-            try {
-                if (s.region() != null) {
-                    VerbsMemoryRegion r = element(s, false);
-                    inlineData.put(at, r.buffer(), s.offset(), s.length());
-                } else {
-                    inlineData.put(at, s.inlineData(), s.offset(), s.length());
-                }
-            } catch (IndexOutOfBoundsException e) {
-                throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "element " + i + " lies outside its buffer");
-            }
-            at += s.length();
-        }
-        return total;
-    }
-
-    /** Checks one element naming registered memory and returns its region. */
-    private VerbsMemoryRegion element(Sge s, boolean writes) throws RdmaException {
-        if (s == null || (s.region() == null && s.inlineData() == null)) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "an element is not set");
-        }
-        if (s.region() == null) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "an element names unregistered memory; only "
-                    + "INLINE sends and writes may");
-        }
-        if (!(s.region() instanceof VerbsMemoryRegion) || ((VerbsMemoryRegion) s.region()).endpoint != this) {
-            throw new RdmaException(RdmaStatus.LOCAL_PROTECTION_ERROR, s + " names a region of another endpoint");
-        }
-        VerbsMemoryRegion r = (VerbsMemoryRegion) s.region();
-        if (r.state() != VerbsMemoryRegion.VALID) {
-            throw new RdmaException(RdmaStatus.INVALID_TOKEN, s + " names an invalidated or deregistered region");
-        }
-        if (s.offset() < 0 || s.length() < 0 || (long) s.offset() + s.length() > r.length) {
-            throw new RdmaException(RdmaStatus.LOCAL_PROTECTION_ERROR, s + " lies outside its region of " + r.length
-                    + " bytes");
-        }
-        if (writes && (r.access & Access.LOCAL_WRITE) == 0) {
-            throw new RdmaException(RdmaStatus.LOCAL_PROTECTION_ERROR, s + " names a region without LOCAL_WRITE");
-        }
-        return r;
-    }
-
-    private static Object grow(Object named, VerbsMemoryRegion r) {
-        VerbsMemoryRegion[] a = (VerbsMemoryRegion[]) named;
-        VerbsMemoryRegion[] b = java.util.Arrays.copyOf(a, a.length + 1);
-        b[a.length] = r;
-        return b;
-    }
-
-    private static boolean deregistered(Object named) {
-        if (named instanceof VerbsMemoryRegion) {
-            return ((VerbsMemoryRegion) named).state() == VerbsMemoryRegion.DEREGISTERED;
-        }
-        if (named instanceof VerbsMemoryRegion[]) {
-            for (VerbsMemoryRegion r : (VerbsMemoryRegion[]) named) {
-                if (r.state() == VerbsMemoryRegion.DEREGISTERED) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
-    private static void putSge(ByteBuffer record, int at, long address, int length, int lkey) {
-        record.putLong(at, address);
-        record.putInt(at + 8, length);
-        record.putInt(at + 12, lkey);
-    }
-
-    private static void checkFlags(int flags, int allowed, String what) throws RdmaException {
-        if ((flags & ~allowed) != 0) {
-            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "flags " + RequestFlags.toString(flags & ~allowed)
-                    + " are not valid on a " + what);
-        }
-    }
-
-    private static int sendFlags(int flags) {
-        int f = VerbsNative.SEND_SIGNALED;
-        if ((flags & RequestFlags.READ_FENCE) != 0) {
-            f |= VerbsNative.SEND_FENCE;
-        }
-        if ((flags & RequestFlags.SOLICIT_EVENT) != 0) {
-            f |= VerbsNative.SEND_SOLICITED;
-        }
-        if ((flags & RequestFlags.INLINE) != 0) {
-            f |= VerbsNative.SEND_INLINE;
-        }
-        return f;
     }
 
     private void checkConnected() throws RdmaException {
@@ -1310,20 +1151,13 @@ final class VerbsEndpoint implements Endpoint {
             ibvFlags &= ~VerbsNative.SEND_SIGNALED;
         }
         int slot = sendQueue.record(op, context, flag, bytes, region);
-        ByteBuffer rec = sendRecord;
-        rec.putLong(VerbsNative.WR_ID, ((long) id << 32) | slot);
-        rec.putInt(VerbsNative.WR_OPCODE, op);
-        rec.putInt(VerbsNative.WR_FLAGS, ibvFlags);
-        rec.putLong(VerbsNative.WR_REMOTE_ADDR, remoteOffset);
-        rec.putInt(VerbsNative.WR_RKEY, rkey);
-        rec.putInt(VerbsNative.WR_INVALIDATE, invalidate);
-        rec.putInt(VerbsNative.WR_NUM_SGE, sges);
+        records.sendRequest(((long) id << 32) | slot, op, ibvFlags, remoteOffset, rkey, invalidate, sges);
         nativeLock.readLock().lock();
         try {
             if (qpReleased) {
                 throw new NativeException("ibv_post_send", 107, "the queue pair was released");
             }
-            VerbsNative.postSend(qp, sendRecordAddress, 1);
+            VerbsNative.postSend(qp, records.sendAddress, 1);
         } catch (NativeException e) {
             sendQueue.unrecord(slot);
             throw e.toRdmaException("posting a " + opName(op));
@@ -1336,37 +1170,6 @@ final class VerbsEndpoint implements Endpoint {
     private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
             int rkey, int invalidate, int bytes) throws RdmaException {
         post(op, context, flag, ibvFlags, region, remoteOffset, rkey, invalidate, 0, bytes);
-    }
-
-    private static String opName(int op) {
-        switch (op) {
-            case VerbsNative.OP_SEND:
-                return "send";
-            case VerbsNative.OP_SEND_INV:
-                return "send with invalidate";
-            case VerbsNative.OP_WRITE:
-                return "RDMA Write";
-            case VerbsNative.OP_READ:
-                return "RDMA Read";
-            case VerbsNative.OP_LOCAL_INV:
-                return "local invalidate";
-            default:
-                return "memory window bind";
-        }
-    }
-
-    private static OperationType type(int op) {
-        switch (op) {
-            case VerbsNative.OP_SEND:
-            case VerbsNative.OP_SEND_INV:
-                return OperationType.SEND;
-            case VerbsNative.OP_WRITE:
-                return OperationType.WRITE;
-            case VerbsNative.OP_READ:
-                return OperationType.READ;
-            default:
-                return OperationType.INVALIDATE;
-        }
     }
 
     // ------------------------------------------------------------------ completions (under the CQ's lock)
