@@ -18,8 +18,13 @@ import java.util.function.Consumer;
  * and a failed request reports itself, so an unsignaled request before a reported one completed
  * successfully.
  *
+ * <p>A request is recorded before it is handed to the device, and may stay recorded and unposted
+ * for a while: a {@link org.smbdirect.rdma.RequestFlags#DEFER} request waits for the next request
+ * posted without the flag, and both reach the device in one post.
+ *
  * <p>Once a request failed before reaching the device the ledger is doomed: later consumer
- * requests are kept here as synthetic ones and complete, in order, without the device.
+ * requests, and deferred ones that will now never be posted, are kept here as synthetic ones and
+ * complete, in order, without the device.
  */
 final class SendQueueLedger {
     /** Send-queue slots kept for the provider's own requests (memory window binds, their invalidates). */
@@ -54,16 +59,21 @@ final class SendQueueLedger {
     private final byte[] flag;
     private final int[] bytes;
     private final VerbsMemoryRegion[] region;
-    /** Number of requests ever posted; written on the posting side. */
+    /** Number of requests ever recorded, posted or not; written on the posting side. */
+    private volatile long recorded;
+    /** Number of requests ever handed to the device (or made synthetic); written on the posting side. */
     private volatile long posted;
     /** Number of requests completed; on the completion side. */
     private long completed;
     /** A request failed before reaching the device: later ones are flushed without reaching it. */
     private volatile boolean doomed;
-    /** Sequence number of the last signaled request posted, -1 before the first; posting side. */
+    /** Sequence number of the last signaled request recorded, -1 before the first; posting side. */
     private long lastSignaled = -1;
-    /** Unsignaled requests posted since the last signaled one; posting side. */
+    /** Unsignaled requests recorded since the last signaled one; posting side. */
     private int unsignaledRun;
+    /** {@link #lastSignaled} and {@link #unsignaledRun} before the last request was recorded. */
+    private long lastSignaledBefore = -1;
+    private int unsignaledRunBefore;
     /** Unsignaled requests posted whose completion is not accounted yet (part of the two counts below). */
     private final AtomicInteger unsignaledInFlight = new AtomicInteger();
     private final AtomicInteger consumerRequests = new AtomicInteger();
@@ -131,12 +141,17 @@ final class SendQueueLedger {
         return doomed;
     }
 
-    /** The sequence number the next request posted gets. */
+    /** The sequence number the next request recorded gets. */
     long next() {
-        return posted;
+        return recorded;
     }
 
-    /** Whether a signaled request was posted after the request numbered {@code seq}. */
+    /** Requests recorded and not yet handed to the device (deferred). */
+    int unposted() {
+        return (int) (recorded - posted);
+    }
+
+    /** Whether a signaled request was recorded after the request numbered {@code seq}. */
     boolean signaledAfter(long seq) {
         return lastSignaled > seq;
     }
@@ -159,10 +174,12 @@ final class SendQueueLedger {
 
     /**
      * Records a request in the next slot before it is handed to the device, and returns the slot
-     * (carried in the work request id). {@link #posted} or {@link #unrecord} follows.
+     * (carried in the work request id). {@link #posted} or {@link #unrecord} follows, for a
+     * deferred request when the chain it waits in is posted.
      */
     int record(int opcode, Object ctx, byte flags, int length, VerbsMemoryRegion r) {
-        int slot = (int) (posted % size);
+        long seq = recorded;
+        int slot = (int) (seq % size);
         context[slot] = ctx;
         op[slot] = (byte) opcode;
         flag[slot] = flags;
@@ -174,11 +191,26 @@ final class SendQueueLedger {
         if ((flags & UNSIGNALED) != 0) {
             unsignaledInFlight.incrementAndGet();
         }
+        lastSignaledBefore = lastSignaled;
+        unsignaledRunBefore = unsignaledRun;
+        if ((flags & UNSIGNALED) != 0) {
+            unsignaledRun++;
+        } else {
+            unsignaledRun = 0;
+            lastSignaled = seq;
+        }
+        recorded = seq + 1;
         return slot;
     }
 
-    /** The device refused the request recorded in {@code slot}: it never happened. */
+    /**
+     * The device refused the request recorded last, in {@code slot}, and the caller learns of it:
+     * it never happened.
+     */
     void unrecord(int slot) {
+        recorded--;
+        lastSignaled = lastSignaledBefore;
+        unsignaledRun = unsignaledRunBefore;
         if ((flag[slot] & INTERNAL) != 0) {
             internalRequests.decrementAndGet();
         }
@@ -189,23 +221,42 @@ final class SendQueueLedger {
         region[slot] = null;
     }
 
-    /** The device took the request recorded in {@code slot}. */
-    void posted(int slot) {
-        long seq = posted;
-        if ((flag[slot] & UNSIGNALED) != 0) {
-            unsignaledRun++;
-        } else {
-            unsignaledRun = 0;
-            lastSignaled = seq;
+    /** The device took the oldest {@code n} requests recorded and not yet posted. */
+    void posted(int n) {
+        posted += n;
+    }
+
+    /**
+     * The deferred requests recorded and not posted will never reach the device (its post failed,
+     * or the connection ended): they become synthetic flushes, and the ledger is doomed. Returns
+     * how many there were.
+     */
+    int abandonUnposted() {
+        int n = 0;
+        for (long seq = posted; seq < recorded; seq++, n++) {
+            int slot = (int) (seq % size);
+            if ((flag[slot] & UNSIGNALED) != 0) {
+                unsignaledInFlight.decrementAndGet();
+            }
+            // only consumer requests are ever deferred: a provider's own request posts the chain
+            flag[slot] = SYNTHETIC_FLUSH;
         }
-        posted = seq + 1;
+        if (n > 0) {
+            doomed = true;
+            posted = recorded;
+        }
+        return n;
     }
 
     /**
      * Records a consumer request that never reaches the device (its slot is reserved) and dooms the
-     * ledger: it completes in order, through {@link #nextSynthetic}.
+     * ledger: it completes in order, through {@link #nextSynthetic}. No deferred request may be
+     * waiting (they would follow it).
      */
     void recordSynthetic(int opcode, Object ctx, byte flags, VerbsMemoryRegion r) {
+        if (recorded != posted) {
+            throw new IllegalStateException(unposted() + " deferred requests wait before a synthetic one");
+        }
         long seq = posted;
         int slot = (int) (seq % size);
         context[slot] = ctx;
@@ -214,6 +265,7 @@ final class SendQueueLedger {
         bytes[slot] = 0;
         region[slot] = r;
         doomed = true;
+        recorded = seq + 1;
         posted = seq + 1;
     }
 
@@ -225,14 +277,15 @@ final class SendQueueLedger {
      * bind that was settled already because the ledger was doomed (its flush is ignored).
      */
     boolean reported(int slot) {
-        while (completed < posted) {
+        // recorded, not posted: the requests of one chain are counted as posted only after the
+        // post returns, and a later one of them may already have completed
+        while (completed < recorded) {
             int s = (int) (completed % size);
             if (s == slot || (flag[s] & UNSIGNALED) == 0) {
                 break;
             }
             settleUnsignaled(s);
         }
-        // posted is not compared: a request's completion may be taken before its post counted it
         return (int) (completed % size) == slot;
     }
 

@@ -100,6 +100,8 @@ final class VerbsEndpoint implements Endpoint {
     /** Guards the send queue's posting side: the ledger's and the work request record. */
     private final Object sendLock = new Object();
     private final SendQueueLedger sendQueue;
+    /** Calls of ibv_post_send; under sendLock. */
+    private long postSendCalls;
     private final WorkRequestRecords records;
 
     private final Object recvLock = new Object();
@@ -653,6 +655,7 @@ final class VerbsEndpoint implements Endpoint {
             reason = failureReason;
             deliver = began;
         }
+        abandonDeferred();
         if (deliver) {
             try {
                 if (status == null) {
@@ -787,6 +790,7 @@ final class VerbsEndpoint implements Endpoint {
             }
         }
         provider.unregister(this);
+        abandonDeferred();
         // No other lock is taken while holding the write lock: posting threads hold the send or
         // receive lock and pollers the completion queue's lock when they ask for the read lock.
         nativeLock.writeLock().lock();
@@ -952,7 +956,8 @@ final class VerbsEndpoint implements Endpoint {
                     valid = r.state() == VerbsMemoryRegion.VALID && r.mw != 0 && registrations.isRegistered(r);
                 }
                 if (valid) {
-                    post(VerbsNative.OP_LOCAL_INV, context, flag, sendFlags(flags), r, 0, 0, r.token, 0);
+                    post(VerbsNative.OP_LOCAL_INV, context, flag, sendFlags(flags), r, 0, 0, r.token, 0, 0,
+                            (flags & RequestFlags.DEFER) != 0);
                     r.invalidated();
                 } else {
                     // Already invalid. Nothing is handed to the device (Soft-RoCE of Linux 6.1
@@ -971,6 +976,7 @@ final class VerbsEndpoint implements Endpoint {
 
     /** Queues a request that never reaches the device. sendLock held; the consumer slot is reserved. */
     private void postSynthetic(int op, Object context, byte flag, VerbsMemoryRegion region) {
+        flushDeferred();
         sendQueue.recordSynthetic(op, context, flag, region);
         sendCq.completeSynthetic(this);
     }
@@ -1104,7 +1110,7 @@ final class VerbsEndpoint implements Endpoint {
                 int n = records.sendElements(op, sgl, count, inline);
                 byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? SendQueueLedger.SILENT : 0;
                 post(op, context, flag, sendFlags(flags), null, remoteOffset, rkey, invalidate, n,
-                        records.sendBytes());
+                        records.sendBytes(), (flags & RequestFlags.DEFER) != 0);
                 posted = true;
             }
         } finally {
@@ -1121,10 +1127,16 @@ final class VerbsEndpoint implements Endpoint {
         }
     }
 
-    /** Takes one of the consumer's send-queue slots, reaping completions once if none is free. */
+    /**
+     * Takes one of the consumer's send-queue slots; if none is free, hands any deferred requests to
+     * the device and reaps completions once.
+     */
     private void reserveConsumerSlot() throws RdmaException {
         if (sendQueue.tryReserveConsumer()) {
             return;
+        }
+        synchronized (sendLock) {
+            flushDeferred(); // deferred requests hold slots that only their completions free
         }
         sendCq.reap();
         if (!sendQueue.tryReserveConsumer()) {
@@ -1134,11 +1146,12 @@ final class VerbsEndpoint implements Endpoint {
     }
 
     /**
-     * Fills the record's common fields and posts it. sendLock held; for consumer requests the slot
-     * was reserved by {@link #reserveConsumerSlot}.
+     * Fills the record's common fields and posts it, with the deferred requests waiting before it;
+     * a {@code defer} request joins them instead, unless the chain is full. sendLock held; for
+     * consumer requests the slot was reserved by {@link #reserveConsumerSlot}.
      */
     private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
-            int rkey, int invalidate, int sges, int bytes) throws RdmaException {
+            int rkey, int invalidate, int sges, int bytes, boolean defer) throws RdmaException {
         if (sendQueue.doomed()) {
             if ((flag & SendQueueLedger.INTERNAL) != 0) {
                 throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the connection is ending");
@@ -1152,24 +1165,90 @@ final class VerbsEndpoint implements Endpoint {
         }
         int slot = sendQueue.record(op, context, flag, bytes, region);
         records.sendRequest(((long) id << 32) | slot, op, ibvFlags, remoteOffset, rkey, invalidate, sges);
+        records.commit(sges);
+        // once the connection has ended nothing may wait: abandonDeferred ran, or is about to
+        if (defer && !records.full() && state == EndpointState.CONNECTED) {
+            return; // RequestFlags.DEFER: handed over with the next request posted without it
+        }
+        try {
+            postChain();
+        } catch (NativeException e) {
+            // the deferred requests before this one were accepted by their posts: they complete
+            // FLUSHED; this one is refused to its caller
+            sendQueue.unrecord(slot);
+            if (sendQueue.abandonUnposted() > 0) {
+                sendCq.completeSynthetic(this);
+            }
+            throw e.toRdmaException("posting a " + opName(op));
+        }
+    }
+
+    private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
+            int rkey, int invalidate, int bytes) throws RdmaException {
+        post(op, context, flag, ibvFlags, region, remoteOffset, rkey, invalidate, 0, bytes, false);
+    }
+
+    /**
+     * Hands the chain to the device in one {@code ibv_post_send}. sendLock held. When the device
+     * refuses a request, those before it are posted and the rest are not, and the chain is empty
+     * either way.
+     */
+    private void postChain() throws NativeException {
+        int n = records.chained();
         nativeLock.readLock().lock();
         try {
             if (qpReleased) {
                 throw new NativeException("ibv_post_send", 107, "the queue pair was released");
             }
-            VerbsNative.postSend(qp, records.sendAddress, 1);
+            postSendCalls++;
+            VerbsNative.postSend(qp, records.sendAddress, n);
+            sendQueue.posted(n);
         } catch (NativeException e) {
-            sendQueue.unrecord(slot);
-            throw e.toRdmaException("posting a " + opName(op));
+            sendQueue.posted(Math.max(0, Math.min(e.posted(), n)));
+            throw e;
         } finally {
+            records.clear();
             nativeLock.readLock().unlock();
         }
-        sendQueue.posted(slot);
     }
 
-    private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
-            int rkey, int invalidate, int bytes) throws RdmaException {
-        post(op, context, flag, ibvFlags, region, remoteOffset, rkey, invalidate, 0, bytes);
+    /**
+     * Hands the deferred requests to the device now (before a request that never reaches it, which
+     * must follow them); when that fails they complete FLUSHED. sendLock held.
+     */
+    private void flushDeferred() {
+        if (records.chained() == 0) {
+            return;
+        }
+        try {
+            postChain();
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.DEBUG, () -> "deferred requests not posted: " + e.getMessage());
+            if (sendQueue.abandonUnposted() > 0) {
+                sendCq.completeSynthetic(this);
+            }
+            requestFailed(e.status(), "posting deferred requests failed: " + e.getMessage());
+        }
+    }
+
+    /**
+     * The connection ended with deferred requests still waiting for a request without {@link
+     * RequestFlags#DEFER}: they never reach the device and complete FLUSHED, in order.
+     */
+    private void abandonDeferred() {
+        synchronized (sendLock) {
+            records.clear();
+            if (sendQueue.abandonUnposted() > 0) {
+                sendCq.completeSynthetic(this);
+            }
+        }
+    }
+
+    /** How many times requests were handed to the device ({@code ibv_post_send}); for tests. */
+    long postSendCalls() {
+        synchronized (sendLock) {
+            return postSendCalls;
+        }
     }
 
     // ------------------------------------------------------------------ completions (under the CQ's lock)

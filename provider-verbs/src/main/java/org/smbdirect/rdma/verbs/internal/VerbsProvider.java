@@ -377,6 +377,15 @@ public final class VerbsProvider implements RdmaProvider {
         cmObjects.remove(ep.serial, ep);
     }
 
+    /** How many times this provider's live endpoints handed send-queue requests to the device (for tests). */
+    long postSendCalls() {
+        long n = 0;
+        for (VerbsEndpoint e : endpoints.values()) {
+            n += e.postSendCalls();
+        }
+        return n;
+    }
+
     VerbsEndpoint endpoint(int id) {
         return endpoints.get(id);
     }

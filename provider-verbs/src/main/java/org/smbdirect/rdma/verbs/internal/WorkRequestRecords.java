@@ -14,17 +14,30 @@ import org.smbdirect.rdma.Sge;
  * The native records of one endpoint's work requests, in the layout {@link VerbsNative#postSend}
  * and {@link VerbsNative#postRecv} read, built from the consumer's scatter/gather lists after
  * checking each element (registered with this endpoint, valid, inside its region, writable where
- * the device writes). The send record and the inline buffer are used under the endpoint's send
- * lock, the receive record under its receive lock.
+ * the device writes). The send records form a chain: requests posted with {@link
+ * RequestFlags#DEFER} wait in it, up to {@link #MAX_CHAIN}, and reach the device with the next
+ * request posted without it, in one {@code ibv_post_send} (on Soft-RoCE one system call). The send
+ * chain and the inline buffer are used under the endpoint's send lock, the receive record under its
+ * receive lock.
  */
 final class WorkRequestRecords {
+    /** Send requests one chain holds: a longer burst is posted in pieces of this many. */
+    static final int MAX_CHAIN = 16;
     private final VerbsEndpoint endpoint;
     private final ByteBuffer send;
-    /** The send record's address. */
+    /** The send chain's address. */
     final long sendAddress;
     private final int inlineThreshold;
     private final ByteBuffer inline;
     private final long inlineAddress;
+    /** Where the next send record starts in the chain. */
+    private int base;
+    /** Send records in the chain. */
+    private int chained;
+    /** Bytes of the inline buffer the chain's records use. */
+    private int inlineUsed;
+    /** Inline bytes of the record being built. */
+    private int inlineBytes;
     private final ByteBuffer receive;
     /** The receive record's address. */
     final long receiveAddress;
@@ -35,12 +48,12 @@ final class WorkRequestRecords {
 
     WorkRequestRecords(VerbsEndpoint endpoint, int maxSendSge, int maxReceiveSge, int inlineThreshold) {
         this.endpoint = endpoint;
-        this.send = direct(VerbsNative.WR_SGE + VerbsNative.SGE_SIZE * Math.max(1, maxSendSge));
+        this.send = direct(MAX_CHAIN * (VerbsNative.WR_SGE + VerbsNative.SGE_SIZE * Math.max(1, maxSendSge)));
         this.sendAddress = VerbsNative.bufferAddress(send);
         this.receive = direct(VerbsNative.RECV_SGE + VerbsNative.SGE_SIZE * maxReceiveSge);
         this.receiveAddress = VerbsNative.bufferAddress(receive);
         this.inlineThreshold = inlineThreshold;
-        this.inline = direct(Math.max(1, inlineThreshold));
+        this.inline = direct(MAX_CHAIN * Math.max(1, inlineThreshold));
         this.inlineAddress = VerbsNative.bufferAddress(inline);
     }
 
@@ -48,7 +61,33 @@ final class WorkRequestRecords {
         return ByteBuffer.allocateDirect(size).order(ByteOrder.nativeOrder());
     }
 
-    // ------------------------------------------------------------------ send record (send lock)
+    // ------------------------------------------------------------------ send chain (send lock)
+
+    /** Send records in the chain, the one being built excluded. */
+    int chained() {
+        return chained;
+    }
+
+    /** Whether the chain holds as many records as it may. */
+    boolean full() {
+        return chained == MAX_CHAIN;
+    }
+
+    /** The record being built, with {@code sges} elements, joins the chain. */
+    void commit(int sges) {
+        base += VerbsNative.WR_SGE + sges * VerbsNative.SGE_SIZE;
+        inlineUsed += inlineBytes;
+        inlineBytes = 0;
+        chained++;
+    }
+
+    /** The chain was posted (or abandoned): it starts again empty. */
+    void clear() {
+        base = 0;
+        chained = 0;
+        inlineUsed = 0;
+        inlineBytes = 0;
+    }
 
     /**
      * Fills the send record's elements: the consumer's registered elements (checked; an RDMA Read
@@ -58,10 +97,12 @@ final class WorkRequestRecords {
     int sendElements(int op, Sge[] sgl, int count, boolean inline) throws RdmaException {
         long total;
         int n = 0;
+        inlineBytes = 0;
         if (inline) {
             total = gatherInline(sgl, count);
             if (total > 0) {
-                putSge(send, VerbsNative.WR_SGE, inlineAddress, (int) total, 0);
+                putSge(send, base + VerbsNative.WR_SGE, inlineAddress + inlineUsed, (int) total, 0);
+                inlineBytes = (int) total;
                 n = 1;
             }
         } else {
@@ -70,7 +111,7 @@ final class WorkRequestRecords {
                 VerbsMemoryRegion r = element(sgl[i], op == VerbsNative.OP_READ);
                 total += sgl[i].length();
                 if (sgl[i].length() > 0) {
-                    putSge(send, VerbsNative.WR_SGE + n * VerbsNative.SGE_SIZE, r.address + sgl[i].offset(),
+                    putSge(send, base + VerbsNative.WR_SGE + n * VerbsNative.SGE_SIZE, r.address + sgl[i].offset(),
                             sgl[i].length(), r.lkey);
                     n++;
                 }
@@ -90,23 +131,24 @@ final class WorkRequestRecords {
 
     /** Fills the send record's memory window bind of {@code r} (under its token, with its remote access). */
     void bind(VerbsMemoryRegion r) {
-        send.putLong(VerbsNative.WR_BIND_MW, r.mw);
-        send.putLong(VerbsNative.WR_BIND_MR, r.mr);
-        send.putLong(VerbsNative.WR_BIND_ADDR, r.address);
-        send.putLong(VerbsNative.WR_BIND_LENGTH, r.length);
-        send.putInt(VerbsNative.WR_BIND_RKEY, r.token);
-        send.putInt(VerbsNative.WR_BIND_ACCESS, EndpointRegistrations.remoteAccessFlags(r.access));
+        inlineBytes = 0;
+        send.putLong(base + VerbsNative.WR_BIND_MW, r.mw);
+        send.putLong(base + VerbsNative.WR_BIND_MR, r.mr);
+        send.putLong(base + VerbsNative.WR_BIND_ADDR, r.address);
+        send.putLong(base + VerbsNative.WR_BIND_LENGTH, r.length);
+        send.putInt(base + VerbsNative.WR_BIND_RKEY, r.token);
+        send.putInt(base + VerbsNative.WR_BIND_ACCESS, EndpointRegistrations.remoteAccessFlags(r.access));
     }
 
     /** Fills the send record's common fields; its elements (or bind) are filled already. */
     void sendRequest(long wrId, int op, int ibvFlags, long remoteOffset, int rkey, int invalidate, int sges) {
-        send.putLong(VerbsNative.WR_ID, wrId);
-        send.putInt(VerbsNative.WR_OPCODE, op);
-        send.putInt(VerbsNative.WR_FLAGS, ibvFlags);
-        send.putLong(VerbsNative.WR_REMOTE_ADDR, remoteOffset);
-        send.putInt(VerbsNative.WR_RKEY, rkey);
-        send.putInt(VerbsNative.WR_INVALIDATE, invalidate);
-        send.putInt(VerbsNative.WR_NUM_SGE, sges);
+        send.putLong(base + VerbsNative.WR_ID, wrId);
+        send.putInt(base + VerbsNative.WR_OPCODE, op);
+        send.putInt(base + VerbsNative.WR_FLAGS, ibvFlags);
+        send.putLong(base + VerbsNative.WR_REMOTE_ADDR, remoteOffset);
+        send.putInt(base + VerbsNative.WR_RKEY, rkey);
+        send.putInt(base + VerbsNative.WR_INVALIDATE, invalidate);
+        send.putInt(base + VerbsNative.WR_NUM_SGE, sges);
     }
 
     // ------------------------------------------------------------------ receive record (receive lock)
@@ -170,9 +212,9 @@ final class WorkRequestRecords {
             try {
                 if (s.region() != null) {
                     VerbsMemoryRegion r = element(s, false);
-                    inline.put(at, r.buffer(), s.offset(), s.length());
+                    inline.put(inlineUsed + at, r.buffer(), s.offset(), s.length());
                 } else {
-                    inline.put(at, s.inlineData(), s.offset(), s.length());
+                    inline.put(inlineUsed + at, s.inlineData(), s.offset(), s.length());
                 }
             } catch (IndexOutOfBoundsException e) {
                 throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "element " + i + " lies outside its buffer");

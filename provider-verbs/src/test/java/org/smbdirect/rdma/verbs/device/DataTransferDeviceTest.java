@@ -22,6 +22,7 @@ import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.rdma.Sge;
 import org.smbdirect.rdma.verbs.internal.CompletionQueueProbe;
+import org.smbdirect.rdma.verbs.internal.EndpointProbe;
 
 /** The RDMA service over a device: sends into receives, RDMA Read and Write with rights and bounds. */
 class DataTransferDeviceTest {
@@ -304,6 +305,76 @@ class DataTransferDeviceTest {
         }
     }
 
+    /**
+     * {@link RequestFlags#DEFER}: deferred sends wait for the next send posted without the flag and
+     * reach the device with it in one {@code ibv_post_send}; a longer burst goes in chains of
+     * {@code WorkRequestRecords.MAX_CHAIN}. Each inline send keeps its own copy of its bytes while
+     * it waits, and the peer receives them all, in order.
+     */
+    @Test
+    void deferredSends_postedWithTheNextSendWithoutTheFlag_inOneCall() throws Exception {
+        int inline = Math.min(64, f.provider.capabilities().inlineLimit());
+        Fixture.Pair p = f.connect(b -> b.inlineThreshold(inline).sendQueueDepth(32), b -> b.receiveQueueDepth(32),
+                null);
+        int n = 23;
+        MemoryRegion rx = p.server.register(Fixture.direct(8 * n), Access.LOCAL_WRITE);
+        for (int i = 0; i < n; i++) {
+            p.server.postReceive(i, new Sge[] {Sge.of(rx, 8 * i, 8)}, 1);
+        }
+        long before = EndpointProbe.postSendCalls(p.client);
+        for (int i = 0; i < 5; i++) {
+            ByteBuffer heap = ByteBuffer.wrap(String.format("send%03d", i).getBytes(StandardCharsets.US_ASCII));
+            p.client.postSend("d" + i, new Sge[] {Sge.inline(heap)}, 1, RequestFlags.INLINE
+                    | (i < 4 ? RequestFlags.DEFER : 0));
+            heap.put(0, (byte) 'X'); // copied when posted, although it waits
+        }
+        assertEquals(1, EndpointProbe.postSendCalls(p.client) - before, "five sends, one post");
+        for (int i = 5; i < n; i++) {
+            ByteBuffer heap = ByteBuffer.wrap(String.format("send%03d", i).getBytes(StandardCharsets.US_ASCII));
+            p.client.postSend("d" + i, new Sge[] {Sge.inline(heap)}, 1, RequestFlags.INLINE
+                    | (i < n - 1 ? RequestFlags.DEFER : 0));
+        }
+        assertEquals(3, EndpointProbe.postSendCalls(p.client) - before, "eighteen more: a full chain of 16 "
+                + "went at once, the last two with the send without the flag");
+        List<CompletionResult> sent = p.clientCq.take(n, Fixture.TIMEOUT);
+        List<CompletionResult> received = p.serverCq.take(n, Fixture.TIMEOUT);
+        for (int i = 0; i < n; i++) {
+            assertEquals("d" + i, sent.get(i).requestContext());
+            assertEquals(RdmaStatus.SUCCESS, sent.get(i).status());
+            assertEquals(i, received.get(i).requestContext());
+            assertEquals(String.format("send%03d", i), get(rx, 8 * i, 7), "receive " + i);
+        }
+    }
+
+    /**
+     * Deferred sends still waiting when the connection ends never reach the device: they complete
+     * {@link RdmaStatus#FLUSHED}, in order, and the endpoint is released at once.
+     */
+    @Test
+    void deferredSends_whenTheConnectionEnds_completeFlushed() throws Exception {
+        try (Fixture patient = new Fixture(java.util.Map.of("closeTimeoutMillis", 60_000))) {
+            Fixture.Pair p = patient.connect();
+            MemoryRegion rx = p.server.register(Fixture.direct(8), Access.LOCAL_WRITE);
+            p.server.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+            MemoryRegion tx = p.client.register(Fixture.direct(8), 0);
+            long before = EndpointProbe.postSendCalls(p.client);
+            for (int i = 0; i < 3; i++) {
+                p.client.postSend("waits" + i, new Sge[] {Sge.of(tx)}, 1, RequestFlags.DEFER);
+            }
+            assertEquals(0, EndpointProbe.postSendCalls(p.client) - before, "they wait");
+            p.client.disconnect();
+            List<CompletionResult> flushed = p.clientCq.take(3, Fixture.TIMEOUT);
+            for (int i = 0; i < 3; i++) {
+                assertEquals("waits" + i, flushed.get(i).requestContext());
+                assertEquals(RdmaStatus.FLUSHED, flushed.get(i).status());
+                assertEquals(OperationType.SEND, flushed.get(i).type());
+            }
+            assertEquals(0, EndpointProbe.postSendCalls(p.client) - before, "none reached the device");
+            p.client.close();
+            Fixture.awaitReleased(p.clientCq);
+        }
+    }
+
     private static void postWithRetry(Fixture.Pair p, MemoryRegion tx) throws Exception {
         long deadline = System.nanoTime() + Fixture.TIMEOUT * 1_000_000L;
         while (true) {
@@ -320,15 +391,23 @@ class DataTransferDeviceTest {
         }
     }
 
+    /** A solicited, fenced and deferred send goes with the send after it, and both are delivered in order. */
     @Test
     void solicitedAndFencedSends_areDelivered() throws Exception {
         Fixture.Pair p = f.connect();
-        MemoryRegion rx = p.server.register(Fixture.direct(16), Access.LOCAL_WRITE);
-        p.server.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        MemoryRegion rx = p.server.register(Fixture.direct(32), Access.LOCAL_WRITE);
+        p.server.postReceive("rx1", new Sge[] {Sge.of(rx, 0, 16)}, 1);
+        p.server.postReceive("rx2", new Sge[] {Sge.of(rx, 16, 16)}, 1);
         MemoryRegion tx = p.client.register(Fixture.direct(16), 0);
         p.client.postSend("tx", new Sge[] {Sge.of(tx)}, 1, RequestFlags.SOLICIT_EVENT | RequestFlags.READ_FENCE
                 | RequestFlags.DEFER);
-        assertEquals(RdmaStatus.SUCCESS, p.clientCq.one(Fixture.TIMEOUT).status());
-        assertEquals(16, p.serverCq.one(Fixture.TIMEOUT).bytesTransferred());
+        p.client.postSend("after", new Sge[] {Sge.of(tx, 0, 8)}, 1, RequestFlags.NONE);
+        List<CompletionResult> sent = p.clientCq.take(2, Fixture.TIMEOUT);
+        assertEquals("tx", sent.get(0).requestContext());
+        assertEquals(RdmaStatus.SUCCESS, sent.get(0).status());
+        assertEquals("after", sent.get(1).requestContext());
+        List<CompletionResult> received = p.serverCq.take(2, Fixture.TIMEOUT);
+        assertEquals(16, received.get(0).bytesTransferred());
+        assertEquals(8, received.get(1).bytesTransferred());
     }
 }

@@ -54,7 +54,7 @@ class SendQueueLedgerTest {
             flags = l.signaling(flags, op);
         }
         int slot = l.record(op, context, flags, 100, kind == 'B' || kind == 'I' ? region() : null);
-        l.posted(slot);
+        l.posted(1);
         return slot;
     }
 
@@ -217,5 +217,77 @@ class SendQueueLedgerTest {
         }
         assertEquals(5, l.next());
         assertEquals(0, l.outstanding());
+    }
+
+    /** Records a consumer request without handing it to the device (deferred); returns its slot. */
+    private static int defer(SendQueueLedger l, char kind, Object context) {
+        assertTrue(l.tryReserveConsumer());
+        byte flags = l.signaling(kind == 'S' ? SendQueueLedger.SILENT : 0, VerbsNative.OP_SEND);
+        return l.record(VerbsNative.OP_SEND, context, flags, 100, null);
+    }
+
+    @Test
+    void deferred_waitRecorded_andArePostedTogether() {
+        SendQueueLedger l = ledger(8, SendQueueLedger.BIND_RESERVE);
+        defer(l, 'S', "a");
+        defer(l, 'S', "b");
+        int last = defer(l, 'R', "c");
+        assertEquals(3, l.unposted());
+        assertEquals(3, l.next(), "the next request is numbered after the deferred ones");
+        l.posted(3);
+        assertEquals(0, l.unposted());
+        assertTrue(l.reported(last));
+        l.retire(last);
+        assertEquals(0, l.outstanding());
+    }
+
+    @Test
+    void aChainsLaterRequest_completingBeforeThePostReturns_isNotLost() {
+        SendQueueLedger l = ledger(8, SendQueueLedger.BIND_RESERVE);
+        defer(l, 'S', "a");
+        defer(l, 'S', "b");
+        int last = defer(l, 'R', "c");
+        // the completion thread takes c's completion while the post of the chain is still returning
+        assertTrue(l.reported(last), "the unsignaled two before it are settled");
+        assertEquals("c", l.context(last));
+        l.retire(last);
+        l.posted(3);
+        assertEquals(0, l.outstanding());
+    }
+
+    @Test
+    void abandonUnposted_deferredRequestsCompleteFlushed_inOrder() {
+        SendQueueLedger l = ledger(8, SendQueueLedger.BIND_RESERVE);
+        int real = post(l, 'R', "posted");
+        defer(l, 'S', "a");
+        defer(l, 'R', "b");
+        assertEquals(2, l.abandonUnposted());
+        assertTrue(l.doomed());
+        assertEquals(0, l.unposted());
+        assertEquals(-1, l.nextSynthetic(), "after the posted request");
+        assertTrue(l.reported(real));
+        l.retire(real);
+        for (String expected : new String[] {"a", "b"}) {
+            int slot = l.nextSynthetic();
+            assertEquals(expected, l.context(slot));
+            assertEquals(SendQueueLedger.SYNTHETIC_FLUSH, l.flags(slot));
+            l.retire(slot);
+        }
+        assertEquals(0, l.outstanding(), "the silent one is no longer counted as unsignaled");
+        assertEquals(0, l.abandonUnposted(), "nothing left");
+    }
+
+    @Test
+    void unrecord_restoresTheRun() {
+        SendQueueLedger l = ledger(8, SendQueueLedger.BIND_RESERVE);
+        assertEquals("uuu", signaling(l, "SSS"));
+        assertTrue(l.tryReserveConsumer());
+        int refused = l.record(VerbsNative.OP_SEND, "refused", l.signaling(SendQueueLedger.SILENT,
+                VerbsNative.OP_SEND), 1, null);
+        assertTrue((l.flags(refused) & SendQueueLedger.UNSIGNALED) == 0, "the fourth is signaled");
+        l.unrecord(refused);
+        l.unreserveConsumer();
+        assertEquals(3, l.next());
+        assertEquals("s", signaling(l, "S"), "still the fourth: signaled");
     }
 }

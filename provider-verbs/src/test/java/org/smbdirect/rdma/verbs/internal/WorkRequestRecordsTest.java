@@ -154,6 +154,40 @@ class WorkRequestRecordsTest {
         assertTrue(WorkRequestRecords.deregistered(records.receiveRegions()));
     }
 
+    @Test
+    void chain_recordsFollowEachOther_eachInlineCopyKept() throws RdmaException {
+        WorkRequestRecords records = records();
+        int n1 = records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.of(writable, 0, 8), Sge.of(readOnly, 0, 4)},
+                2, false);
+        records.sendRequest(1, VerbsNative.OP_SEND, 0, 0, 0, 0, n1);
+        records.commit(n1);
+        int n2 = records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.inline(ByteBuffer.wrap(new byte[] {5, 6}))}, 1,
+                true);
+        records.sendRequest(2, VerbsNative.OP_SEND, 0, 0, 0, 0, n2);
+        records.commit(n2);
+        int n3 = records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.inline(ByteBuffer.wrap(new byte[] {7}))}, 1,
+                true);
+        records.sendRequest(3, VerbsNative.OP_SEND, 0, 0, 0, 0, n3);
+        records.commit(n3);
+        assertEquals(3, records.chained());
+        ByteBuffer r = records.sendRecord();
+        int second = VerbsNative.WR_SGE + 2 * VerbsNative.SGE_SIZE;
+        int third = second + VerbsNative.WR_SGE + VerbsNative.SGE_SIZE;
+        assertEquals(1, r.getLong(VerbsNative.WR_ID));
+        assertEquals(2, r.getLong(second + VerbsNative.WR_ID), "the second record follows the first's two elements");
+        assertEquals(3, r.getLong(third + VerbsNative.WR_ID));
+        long inline2 = r.getLong(second + VerbsNative.WR_SGE);
+        long inline3 = r.getLong(third + VerbsNative.WR_SGE);
+        assertEquals(2, inline3 - inline2, "the third's inline copy follows the second's two bytes");
+        records.clear();
+        assertEquals(0, records.chained());
+        for (int i = 0; i < WorkRequestRecords.MAX_CHAIN; i++) {
+            records.sendRequest(i, VerbsNative.OP_SEND, 0, 0, 0, 0, 0);
+            records.commit(0);
+        }
+        assertTrue(records.full());
+    }
+
     /** A region of some other provider. */
     private static final class ForeignRegion implements MemoryRegion {
         @Override
