@@ -190,14 +190,25 @@ final class EndpointRegistrations {
 
     /** Gives back a discarded region's window and deregisters its memory (unless the endpoint did). */
     private void freeNow(VerbsMemoryRegion region) {
+        try {
+            free(region);
+        } catch (NativeException e) {
+            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
+        }
+    }
+
+    /**
+     * Gives back a region's window and retires its memory region, unless the endpoint was released.
+     *
+     * @throws NativeException when {@code ibv_dereg_mr} fails (the region is kept for the endpoint's release)
+     */
+    private void free(VerbsMemoryRegion region) throws NativeException {
         releaseWindow(region);
         endpoint.nativeLock.readLock().lock();
         try {
             if (!endpoint.isReleased()) {
                 retireRegion(region);
             }
-        } catch (NativeException e) {
-            VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; retried when the endpoint is released");
         } finally {
             endpoint.nativeLock.readLock().unlock();
         }
@@ -232,16 +243,10 @@ final class EndpointRegistrations {
         if (deferUnderBind(r, wasValid)) {
             return;
         }
-        releaseWindow(r);
-        endpoint.nativeLock.readLock().lock();
         try {
-            if (!endpoint.isReleased()) {
-                retireRegion(r);
-            }
+            free(r);
         } catch (NativeException e) {
             throw e.toRdmaException("deregistering (the registration is released with the endpoint)");
-        } finally {
-            endpoint.nativeLock.readLock().unlock();
         }
     }
 
