@@ -89,4 +89,12 @@ public interface RdmaChannelStatistics {
      * @return the count
      */
     long signatureFailures();
+
+    /**
+     * READ requests of smbj's sent as several READs in flight ({@link SmbjOptions#readParts()});
+     * each part counts in {@link #rdmaReads()}.
+     *
+     * @return the count
+     */
+    long splitReads();
 }

@@ -10,6 +10,8 @@ import java.util.Objects;
 public final class SmbjOptions {
     /** The default threshold: 4 KiB, as the Linux client's rdma_readwrite_threshold. */
     public static final int DEFAULT_RDMA_THRESHOLD = 4096;
+    /** The default of {@link #readParts()}: two READs in flight, as the Linux client keeps for one large read. */
+    public static final int DEFAULT_READ_PARTS = 2;
 
     private static final SmbjOptions DEFAULTS = builder().build();
 
@@ -17,16 +19,19 @@ public final class SmbjOptions {
     private final int rdmaThreshold;
     private final boolean remoteInvalidation;
     private final Duration connectTimeout;
+    private final int readParts;
 
     private SmbjOptions(Builder b) {
         rdmaChannel = b.rdmaChannel;
         rdmaThreshold = b.rdmaThreshold;
         remoteInvalidation = b.remoteInvalidation;
         connectTimeout = b.connectTimeout;
+        readParts = b.readParts;
     }
 
     /**
-     * The defaults: RDMA channel on, threshold 4 KiB, remote invalidation on, 60 s to connect.
+     * The defaults: RDMA channel on, threshold 4 KiB, remote invalidation on, 60 s to connect, large
+     * READs in two parts.
      *
      * @return the default options
      */
@@ -50,7 +55,7 @@ public final class SmbjOptions {
      */
     public Builder toBuilder() {
         return new Builder().rdmaChannel(rdmaChannel).rdmaThreshold(rdmaThreshold)
-                .remoteInvalidation(remoteInvalidation).connectTimeout(connectTimeout);
+                .remoteInvalidation(remoteInvalidation).connectTimeout(connectTimeout).readParts(readParts);
     }
 
     /**
@@ -93,6 +98,18 @@ public final class SmbjOptions {
         return connectTimeout;
     }
 
+    /**
+     * Into how many READs in flight at once a READ through the RDMA channel is split: smbj's
+     * {@code File.read} sends one READ and waits for it, so the server would move the data of one
+     * request at a time. Each part is at least 1 MiB and a whole number of 64 KiB credits, so READs
+     * below 2 MiB stay whole; smbj sees one request and one response as before. 1 turns it off.
+     *
+     * @return 1 to 16, {@value #DEFAULT_READ_PARTS} by default
+     */
+    public int readParts() {
+        return readParts;
+    }
+
     @Override
     public boolean equals(Object o) {
         if (!(o instanceof SmbjOptions)) {
@@ -100,18 +117,20 @@ public final class SmbjOptions {
         }
         SmbjOptions other = (SmbjOptions) o;
         return rdmaChannel == other.rdmaChannel && rdmaThreshold == other.rdmaThreshold
-                && remoteInvalidation == other.remoteInvalidation && connectTimeout.equals(other.connectTimeout);
+                && remoteInvalidation == other.remoteInvalidation && connectTimeout.equals(other.connectTimeout)
+                && readParts == other.readParts;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout);
+        return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout, readParts);
     }
 
     @Override
     public String toString() {
         return "SmbjOptions[rdmaChannel=" + rdmaChannel + ", rdmaThreshold=" + rdmaThreshold
-                + ", remoteInvalidation=" + remoteInvalidation + ", connectTimeout=" + connectTimeout + "]";
+                + ", remoteInvalidation=" + remoteInvalidation + ", connectTimeout=" + connectTimeout + ", readParts=" + readParts
+                + "]";
     }
 
     /** Builds {@link SmbjOptions}. */
@@ -120,6 +139,7 @@ public final class SmbjOptions {
         private int rdmaThreshold = DEFAULT_RDMA_THRESHOLD;
         private boolean remoteInvalidation = true;
         private Duration connectTimeout = Duration.ofSeconds(60);
+        private int readParts = DEFAULT_READ_PARTS;
 
         private Builder() {
         }
@@ -174,6 +194,21 @@ public final class SmbjOptions {
                 throw new IllegalArgumentException("connectTimeout must be between 1 s and 1 hour, was " + timeout);
             }
             connectTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbjOptions#readParts()}.
+         *
+         * @param parts 1 (no split) to 16
+         * @return this builder
+         * @throws IllegalArgumentException when out of range
+         */
+        public Builder readParts(int parts) {
+            if (parts < 1 || parts > 16) {
+                throw new IllegalArgumentException("readParts must be between 1 and 16, was " + parts);
+            }
+            readParts = parts;
             return this;
         }
 

@@ -236,6 +236,11 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             buffers.give(buffer);
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
         }
+        SplitRead split = read ? SplitRead.of(request, buffer, options.readParts()) : null;
+        if (split != null) {
+            splitRead(c, packet, inner, request, split, channel);
+            return;
+        }
         long messageId = inner.getHeader().getMessageId();
         RegisteredBuffer registration = null;
         byte[] message;
@@ -269,6 +274,124 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         if (!read) {
             statistics.rdmaWriteBytes.addAndGet(length);
         }
+    }
+
+    /**
+     * A large READ as several READs in flight ({@link SplitRead}): each part gets its own
+     * registration of its slice of the buffer, its own request, signed as smbj's would have been,
+     * and is pending under its own message id until its response arrives.
+     */
+    private void splitRead(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, byte[] request, SplitRead split,
+            int channel) throws TransportException {
+        int n = split.parts();
+        RegisteredBuffer[] registrations = new RegisteredBuffer[n];
+        byte[][] messages = new byte[n][];
+        try {
+            SecretKey key = packet instanceof PacketSignatory.SignedPacketWrapper ? signingKey(inner) : null;
+            // the parts' responses are checked, and the one smbj gets signed, with the session's key
+            Session session = session(inner.getHeader().getSessionId());
+            split.signingKey = key != null || session == null ? key : session.getSigningKey(inner.getHeader(), false);
+            for (int i = 0; i < n; i++) {
+                registrations[i] = c.register(split.buffer.slice(split.start(i), split.length(i)), RemoteAccess.WRITE);
+                messages[i] = Smb2Messages.rdmaReadRequest(split.request(request, i), channel,
+                        registrations[i].descriptors());
+                if (key != null) {
+                    signing.sign(messages[i], key);
+                }
+            }
+        } catch (ConnectionLostException e) {
+            releaseParts(registrations, split.buffer);
+            throw lost(c, e, packet);
+        } catch (SmbDirectException | SecurityException | TransportException | RuntimeException e) {
+            releaseParts(registrations, split.buffer);
+            throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
+        }
+        for (int i = 0; i < n; i++) {
+            pending.put(split.messageId(i), new PendingRequest(true, split.length(i), null, registrations[i], split, i));
+        }
+        for (int i = 0; i < n; i++) {
+            try {
+                send(c, ByteBuffer.wrap(messages[i]), packet);
+            } catch (TransportException e) {
+                // the parts sent get their responses; those not sent never will
+                boolean none = i == 0;
+                for (int j = i; j < n; j++) {
+                    PendingRequest p = pending.remove(split.messageId(j));
+                    if (p != null) {
+                        ended(p, OptionalInt.empty());
+                        if (!none && split.arrived(j, null)) {
+                            giveBack(split);
+                        }
+                    }
+                }
+                if (none) {
+                    giveBack(split);
+                }
+                throw e;
+            }
+            statistics.rdmaReads.incrementAndGet();
+        }
+        statistics.splitReads.incrementAndGet();
+    }
+
+    private void releaseParts(RegisteredBuffer[] registrations, ByteBuffer buffer) {
+        boolean reachable = false;
+        for (RegisteredBuffer r : registrations) {
+            reachable |= r != null && !release(r, null);
+        }
+        if (!reachable) {
+            buffers.give(buffer);
+        }
+    }
+
+    /**
+     * A response to a part of a split READ: checked, its registration ended; once every part's
+     * response is in, the response smbj gets ({@link SplitRead#response()}), else {@code null}.
+     */
+    private byte[] partArrived(PendingRequest p, byte[] response, OptionalInt invalidatedToken)
+            throws SecurityException {
+        SplitRead split = p.split;
+        if (interim(response)) {
+            split.interim(response);
+            return null;
+        }
+        pending.remove(split.messageId(p.part));
+        ended(p, invalidatedToken);
+        if (!partSignatureVerified(response, split.signingKey) || !split.arrived(p.part, response)) {
+            return null;
+        }
+        try {
+            byte[] merged = split.response();
+            if (Smb2Messages.i32(merged, Smb2Messages.STATUS) == 0) {
+                int moved = split.moved();
+                byte[] data = new byte[moved];
+                split.buffer.get(0, data);
+                rdmaReadData.put(split.messageId, data);
+                statistics.rdmaReadBytes.addAndGet(moved);
+            }
+            if (split.signed() && split.signingKey != null) {
+                signing.sign(merged, split.signingKey);
+            }
+            return merged;
+        } finally {
+            giveBack(split);
+        }
+    }
+
+    /** A part's response is checked here: smbj never sees it (MS-SMB2 3.2.5.1.3). */
+    private boolean partSignatureVerified(byte[] response, SecretKey key) throws SecurityException {
+        if ((Smb2Messages.i32(response, Smb2Messages.FLAGS) & Smb2Messages.SMB2_FLAGS_SIGNED) == 0 || key == null
+                || signing.verify(response, key)) {
+            return true;
+        }
+        statistics.signatureFailures.incrementAndGet();
+        String what = String.format("the server's response to part of a READ (message id %d, status 0x%08x, %d bytes) "
+                + "failed signature verification (MS-SMB2 3.2.5.1.3): discarded, and the connection closed",
+                Smb2Messages.u64(response, Smb2Messages.MESSAGE_ID), Smb2Messages.i32(response, Smb2Messages.STATUS),
+                response.length);
+        LOG.log(System.Logger.Level.ERROR, what);
+        handlers.getReceiver().handleError(new TransportException(what));
+        return false;
     }
 
     private static TransportException lost(SmbDirectConnection c, ConnectionLostException e, SMBPacket<?, ?> packet) {
@@ -364,7 +487,12 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             if (Smb2Messages.isSmb2(bytes)) {
                 long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
                 PendingRequest p = pending.get(messageId);
-                if (p != null && !interim(bytes)) {
+                if (p != null && p.split != null) {
+                    bytes = partArrived(p, bytes, invalidatedToken);
+                    if (bytes == null) {
+                        return;
+                    }
+                } else if (p != null && !interim(bytes)) {
                     pending.remove(messageId);
                     complete(messageId, p, bytes, invalidatedToken);
                 }
@@ -413,17 +541,37 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 statistics.rdmaReadBytes.addAndGet(moved);
             }
         } finally {
-            boolean remote = !p.registration.isRegistered();
-            if (release(p.registration, p.buffer)) {
-                (remote ? statistics.remoteInvalidations : statistics.localInvalidations).incrementAndGet();
-                if (remote && invalidatedToken.isEmpty()) {
-                    LOG.log(System.Logger.Level.DEBUG, "registration ended without an invalidated token: " + p.registration);
-                }
-            }
+            ended(p, invalidatedToken);
         }
     }
 
-    /** Deregisters (MS-SMBD 3.1.4.4) and gives the buffer back; false when deregistration failed. */
+    /**
+     * The response to an RDMA-channel request arrived: its registration ends, its buffer returns.
+     * A split READ's buffer returns with its last part, unless a part's deregistration failed.
+     */
+    private void ended(PendingRequest p, OptionalInt invalidatedToken) {
+        boolean remote = !p.registration.isRegistered();
+        if (release(p.registration, p.buffer)) {
+            (remote ? statistics.remoteInvalidations : statistics.localInvalidations).incrementAndGet();
+            if (remote && invalidatedToken.isEmpty()) {
+                LOG.log(System.Logger.Level.DEBUG, "registration ended without an invalidated token: " + p.registration);
+            }
+        } else if (p.split != null) {
+            p.split.reachable = true;
+        }
+    }
+
+    /** A split READ's buffer, once no part's registration can reach it any more. */
+    private void giveBack(SplitRead split) {
+        if (!split.reachable) {
+            buffers.give(split.buffer);
+        }
+    }
+
+    /**
+     * Deregisters (MS-SMBD 3.1.4.4) and gives the buffer back (a split READ's parts have none of
+     * their own); false when deregistration failed.
+     */
     private boolean release(RegisteredBuffer registration, ByteBuffer buffer) {
         if (registration != null) {
             try {
@@ -435,7 +583,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 return false;
             }
         }
-        buffers.give(buffer);
+        if (buffer != null) {
+            buffers.give(buffer);
+        }
         return true;
     }
 
@@ -534,12 +684,22 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         final int length;
         final ByteBuffer buffer;
         final RegisteredBuffer registration;
+        /** The split READ this request is a part of, or {@code null}. */
+        final SplitRead split;
+        final int part;
 
         PendingRequest(boolean read, int length, ByteBuffer buffer, RegisteredBuffer registration) {
+            this(read, length, buffer, registration, null, 0);
+        }
+
+        PendingRequest(boolean read, int length, ByteBuffer buffer, RegisteredBuffer registration, SplitRead split,
+                int part) {
             this.read = read;
             this.length = length;
             this.buffer = buffer;
             this.registration = registration;
+            this.split = split;
+            this.part = part;
         }
     }
 

@@ -27,6 +27,11 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
             description = "Seconds that connecting and negotiating SMB Direct may take.")
     int connectTimeoutSeconds() default 60;
 
+    @AttributeDefinition(name = "READ parts", min = "1", max = "16",
+            description = "A READ through the RDMA channel of at least 2 MiB travels as up to this many READs in flight "
+                    + "at once, each of at least 1 MiB (1: never split).")
+    int readParts() default 2;
+
     @AttributeDefinition(name = "SMB Direct transport",
             description = "Filter selecting the SmbDirect service to use, e.g. (component.name=org.smbdirect.protocol).")
     String transport_target() default "(objectClass=org.smbdirect.transport.SmbDirect)";

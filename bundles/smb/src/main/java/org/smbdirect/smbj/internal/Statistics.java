@@ -17,11 +17,12 @@ final class Statistics {
     final AtomicLong remoteInvalidations = new AtomicLong();
     final AtomicLong localInvalidations = new AtomicLong();
     final AtomicLong signatureFailures = new AtomicLong();
+    final AtomicLong splitReads = new AtomicLong();
 
     RdmaChannelStatistics snapshot() {
         return new Snapshot(rdmaWrites.get(), rdmaWriteBytes.get(), rdmaReads.get(), rdmaReadBytes.get(),
                 inlineWrites.get(), inlineWriteBytes.get(), inlineReads.get(), inlineReadBytes.get(),
-                remoteInvalidations.get(), localInvalidations.get(), signatureFailures.get());
+                remoteInvalidations.get(), localInvalidations.get(), signatureFailures.get(), splitReads.get());
     }
 
     private static final class Snapshot implements RdmaChannelStatistics {
@@ -87,10 +88,15 @@ final class Statistics {
         }
 
         @Override
+        public long splitReads() {
+            return v[11];
+        }
+
+        @Override
         public String toString() {
-            return String.format("RDMA channel: %d WRITEs (%d B), %d READs (%d B); inline: %d WRITEs (%d B), "
+            return String.format("RDMA channel: %d WRITEs (%d B), %d READs (%d B, %d of smbj's split); inline: %d WRITEs (%d B), "
                     + "%d READs (%d B); registrations invalidated by the server %d, locally %d; bad signatures %d",
-                    v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]);
+                    v[0], v[1], v[2], v[3], v[11], v[4], v[5], v[6], v[7], v[8], v[9], v[10]);
         }
     }
 }

@@ -114,6 +114,11 @@ final class FakeSmb2Server implements AutoCloseable {
             } else {
                 int length = in.getInt(68);
                 byte[] data = load(offset, length);
+                if (data.length < in.getInt(96)) {
+                    // MS-SMB2 3.3.5.12: fewer bytes than MinimumCount
+                    c.sendAndWait(errorResponse(command, messageId, STATUS_END_OF_FILE), java.time.Duration.ofSeconds(10));
+                    return;
+                }
                 if (channel == 0) {
                     response = readResponse(messageId, data, 0);
                 } else {
@@ -144,7 +149,7 @@ final class FakeSmb2Server implements AutoCloseable {
     private synchronized byte[] load(long offset, int length) {
         byte[] now = content;
         int n = (int) Math.max(0, Math.min(length, now.length - offset));
-        return java.util.Arrays.copyOfRange(now, (int) offset, (int) offset + n);
+        return n == 0 ? new byte[0] : java.util.Arrays.copyOfRange(now, (int) offset, (int) offset + n);
     }
 
     /** MS-SMB2 2.2.1.2, a response header granting plenty of credits. */

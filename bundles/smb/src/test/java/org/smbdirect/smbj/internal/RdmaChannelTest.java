@@ -269,4 +269,93 @@ class RdmaChannelTest {
         assertEquals(0, c.statistics().registrationsLive());
         assertNotEquals(0, smbj.statistics().rdmaReads());
     }
+    /** The READ requests the server got, after the first {@code from}. */
+    private List<ByteBuffer> readsSince(int from) {
+        List<ByteBuffer> reads = new java.util.ArrayList<>();
+        for (byte[] m : server.requests.subList(from, server.requests.size())) {
+            ByteBuffer b = ByteBuffer.wrap(m).order(ByteOrder.LITTLE_ENDIAN);
+            if (b.getShort(12) == FakeSmb2Server.SMB2_READ) {
+                reads.add(b);
+            }
+        }
+        return reads;
+    }
+
+    @Test
+    void largeRead_travelsAsTwoReadsInFlight_smbjGetsOneResponse() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        byte[] data = random(8 * MIB, 5);
+        server.content = data;
+        int before = server.requests.size();
+        SMB2ReadResponse r = read(0, 8 * MIB);
+        assertEquals(0, r.getHeader().getStatusCode());
+        assertArrayEquals(data, r.getData(), "smbj got all the data, in order");
+        List<ByteBuffer> reads = readsSince(before);
+        assertEquals(2, reads.size(), "two READs on the wire");
+        long first = reads.get(0).getLong(24);
+        // MS-SMB2 3.2.4.1.5: the second part takes the message ids after the first part's charge
+        assertEquals(first + 64, reads.get(1).getLong(24), "MessageId of the second part");
+        assertEquals(r.getHeader().getMessageId(), first, "smbj's response carries its own message id");
+        for (int i = 0; i < 2; i++) {
+            ByteBuffer q = reads.get(i);
+            assertEquals(64, q.getShort(6), "CreditCharge of part " + i);
+            assertEquals(4 * MIB, q.getInt(68), "Length of part " + i);
+            assertEquals(4L * MIB * i, q.getLong(72), "Offset of part " + i);
+            assertEquals(2, q.getInt(100), "Channel of part " + i);
+            assertEquals(4 * MIB, q.getInt(112 + 12), "the descriptor of part " + i);
+        }
+        assertNotEquals(reads.get(0).getInt(112 + 8), reads.get(1).getInt(112 + 8), "a registration of each part's own");
+        assertEquals(512, r.getHeader().getCreditResponse(), "both parts' credits");
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(2, s.rdmaReads());
+        assertEquals(1, s.splitReads());
+        assertEquals(8 * MIB, s.rdmaReadBytes());
+        assertEquals(2, s.remoteInvalidations(), "each part's registration invalidated by its response");
+        assertEquals(0, direct().statistics().registrationsLive(), "no registration left");
+        // smbj goes on with the message ids after the whole charge
+        byte[] small = random(4096, 6);
+        write(small, 0);
+        assertEquals(first + 128, lastRequest().getLong(24), "smbj's next message id");
+    }
+
+    @Test
+    void largeRead_nearTheEnd_smbjGetsWhatThereIs_orEndOfFile() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        byte[] data = random(5 * MIB + 3, 7);
+        server.content = data;
+        SMB2ReadResponse r = read(0, 8 * MIB);
+        assertArrayEquals(data, r.getData(), "the first part's 4 MiB and the second's 1 MiB + 3");
+        SMB2ReadResponse third = read(2 * MIB, 8 * MIB);
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 2 * MIB, data.length), third.getData(),
+                "the second part beyond the end: END_OF_FILE, the first part's data");
+        SMB2ReadResponse past = read(6 * MIB, 8 * MIB);
+        assertEquals(FakeSmb2Server.STATUS_END_OF_FILE & 0xffffffffL, past.getHeader().getStatusCode(),
+                "both beyond the end: END_OF_FILE, as one READ would get");
+        assertEquals(3, smbj.statistics().splitReads());
+        assertEquals(0, direct().statistics().registrationsLive(), "no registration left");
+    }
+
+    @Test
+    void largeRead_readPartsOne_staysOneRequest() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2, SmbjOptions.builder().readParts(1).build(), SmbDirectConfig.defaults());
+        byte[] data = random(8 * MIB, 8);
+        server.content = data;
+        int before = server.requests.size();
+        assertArrayEquals(data, read(0, 8 * MIB).getData());
+        assertEquals(1, readsSince(before).size());
+        assertEquals(8 * MIB, readsSince(before).get(0).getInt(68));
+        assertEquals(0, smbj.statistics().splitReads());
+    }
+
+    @Test
+    void largeRead_serverGoneMidway_failsTheRequest_andLeavesNothingRegistered() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        SmbDirectConnection c = direct();
+        server.content = random(8 * MIB, 9);
+        server.mode = FakeSmb2Server.Mode.DISCONNECT;
+        ExecutionException e = assertThrows(ExecutionException.class, () -> read(0, 8 * MIB));
+        assertTrue(String.valueOf(e.getCause()).contains("was lost"), String.valueOf(e.getCause()));
+        assertFalse(c.isOpen());
+        assertEquals(0, c.statistics().registrationsLive());
+    }
 }
