@@ -14,8 +14,11 @@ import org.smbdirect.transport.BufferDescriptorV1;
 final class Smb2Messages {
     /** MS-SMB2 2.2.1.2: the header is 64 bytes; the protocol id 0xFE 'S' 'M' 'B'. */
     static final int HEADER_SIZE = 64;
+    static final int CREDIT_CHARGE = 6;
     static final int STATUS = 8;
     static final int COMMAND = 12;
+    /** CreditRequest in a request, CreditResponse in a response. */
+    static final int CREDITS = 14;
     static final int FLAGS = 16;
     static final int NEXT_COMMAND = 20;
     static final int MESSAGE_ID = 24;
@@ -37,6 +40,7 @@ final class Smb2Messages {
     static final int BUFFER = HEADER_SIZE + 48;
     /** 2.2.19 READ: Length (4), MinimumCount, Channel, RemainingBytes, ReadChannelInfoOffset/Length. */
     static final int READ_LENGTH = HEADER_SIZE + 4;
+    static final int READ_OFFSET = HEADER_SIZE + 8;
     static final int READ_CHANNEL = HEADER_SIZE + 36;
     static final int READ_REMAINING_BYTES = HEADER_SIZE + 40;
     static final int READ_CHANNEL_INFO = HEADER_SIZE + 44;
@@ -46,9 +50,11 @@ final class Smb2Messages {
     static final int WRITE_CHANNEL = HEADER_SIZE + 32;
     static final int WRITE_REMAINING_BYTES = HEADER_SIZE + 36;
     static final int WRITE_CHANNEL_INFO = HEADER_SIZE + 40;
-    /** 2.2.20 READ response: DataOffset (1), DataLength (4), DataRemaining (4). */
+    /** 2.2.20 READ response: DataOffset (1), DataLength (4), DataRemaining (4); Buffer after 16 bytes. */
+    static final int READ_RESPONSE_DATA_OFFSET = HEADER_SIZE + 2;
     static final int READ_RESPONSE_DATA_LENGTH = HEADER_SIZE + 4;
     static final int READ_RESPONSE_DATA_REMAINING = HEADER_SIZE + 8;
+    static final int READ_RESPONSE_BUFFER = HEADER_SIZE + 16;
 
     /**
      * What an inline message needs besides the data: the WRITE request's and the READ response's

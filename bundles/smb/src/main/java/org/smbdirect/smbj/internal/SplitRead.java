@@ -21,18 +21,13 @@ import javax.crypto.SecretKey;
  * <p>The response smbj gets is the first part's, with DataRemaining the bytes the parts moved up to
  * the first one that moved less than asked or failed (a short read, as a server may return one);
  * when the first part failed, its response as it is. Either way with the credits of all parts, and
- * signed again when it was signed (the signing key is the session's in both directions, 3.1.5.1).
+ * signed again when it was signed (with the session's signing key, which signs requests and checks
+ * responses alike: 3.2.4.1.1, 3.2.5.1.3).
  */
 final class SplitRead {
     /** No part is smaller than this, so that a part's request and response stay a small share of it. */
     static final int MIN_PART = 1 << 20;
     private static final int CREDIT = 65536;
-    private static final int CREDIT_CHARGE = 6;
-    private static final int CREDIT_REQUEST = 14;
-    private static final int READ_OFFSET = Smb2Messages.HEADER_SIZE + 8;
-    private static final int READ_RESPONSE_DATA_OFFSET = Smb2Messages.HEADER_SIZE + 2;
-    /** 2.2.20: the response's fixed part is 16 bytes after the header. */
-    private static final int READ_RESPONSE_FIXED = Smb2Messages.HEADER_SIZE + 16;
 
     final long messageId;
     final ByteBuffer buffer;
@@ -69,7 +64,7 @@ final class SplitRead {
      */
     static SplitRead of(byte[] request, ByteBuffer buffer, int maxParts) {
         int length = Smb2Messages.i32(request, Smb2Messages.READ_LENGTH);
-        int charge = Smb2Messages.u16(request, CREDIT_CHARGE);
+        int charge = Smb2Messages.u16(request, Smb2Messages.CREDIT_CHARGE);
         int n = Math.min(Math.min(maxParts, length / MIN_PART), charge);
         if (n < 2) {
             return null;
@@ -80,7 +75,7 @@ final class SplitRead {
         int[] lengths = new int[n];
         int[] charges = new int[n];
         int[] requests = new int[n];
-        int creditRequest = Math.max(1, Smb2Messages.u16(request, CREDIT_REQUEST));
+        int creditRequest = Math.max(1, Smb2Messages.u16(request, Smb2Messages.CREDITS));
         int charged = 0;
         for (int i = 0; i < n; i++) {
             starts[i] = i * per;
@@ -128,12 +123,12 @@ final class SplitRead {
         long id = messageId(part);
         Smb2Messages.put32(m, Smb2Messages.MESSAGE_ID, (int) id);
         Smb2Messages.put32(m, Smb2Messages.MESSAGE_ID + 4, (int) (id >>> 32));
-        Smb2Messages.put16(m, CREDIT_CHARGE, charges[part]);
-        Smb2Messages.put16(m, CREDIT_REQUEST, creditRequests[part]);
+        Smb2Messages.put16(m, Smb2Messages.CREDIT_CHARGE, charges[part]);
+        Smb2Messages.put16(m, Smb2Messages.CREDITS, creditRequests[part]);
         Smb2Messages.put32(m, Smb2Messages.READ_LENGTH, lengths[part]);
-        long offset = Smb2Messages.u64(request, READ_OFFSET) + starts[part];
-        Smb2Messages.put32(m, READ_OFFSET, (int) offset);
-        Smb2Messages.put32(m, READ_OFFSET + 4, (int) (offset >>> 32));
+        long offset = Smb2Messages.u64(request, Smb2Messages.READ_OFFSET) + starts[part];
+        Smb2Messages.put32(m, Smb2Messages.READ_OFFSET, (int) offset);
+        Smb2Messages.put32(m, Smb2Messages.READ_OFFSET + 4, (int) (offset >>> 32));
         return m;
     }
 
@@ -144,7 +139,7 @@ final class SplitRead {
      * @param response the interim response
      */
     synchronized void interim(byte[] response) {
-        interimCredits += Smb2Messages.u16(response, CREDIT_REQUEST);
+        interimCredits += Smb2Messages.u16(response, Smb2Messages.CREDITS);
     }
 
     /**
@@ -158,8 +153,10 @@ final class SplitRead {
     synchronized boolean arrived(int part, byte[] response) {
         if (response != null && Smb2Messages.i32(response, Smb2Messages.STATUS) == 0) {
             int inline = Smb2Messages.i32(response, Smb2Messages.READ_RESPONSE_DATA_LENGTH);
-            int at = response.length > READ_RESPONSE_DATA_OFFSET ? response[READ_RESPONSE_DATA_OFFSET] & 0xff : 0;
-            if (inline > 0 && inline <= lengths[part] && at >= READ_RESPONSE_FIXED && at + inline <= response.length) {
+            int at = response.length > Smb2Messages.READ_RESPONSE_DATA_OFFSET
+                    ? response[Smb2Messages.READ_RESPONSE_DATA_OFFSET] & 0xff : 0;
+            if (inline > 0 && inline <= lengths[part] && at >= Smb2Messages.READ_RESPONSE_BUFFER
+                    && at + inline <= response.length) {
                 buffer.put(starts[part], response, at, inline);
             }
         }
@@ -207,8 +204,9 @@ final class SplitRead {
         byte[] first = responses[0];
         byte[] m;
         if (succeeded(first)) {
-            m = Arrays.copyOf(first, READ_RESPONSE_FIXED + 1); // 2.2.20: StructureSize 17, one byte of Buffer
-            m[READ_RESPONSE_FIXED] = 0;
+            // 2.2.20: StructureSize 17, the fixed part and one byte of Buffer
+            m = Arrays.copyOf(first, Smb2Messages.READ_RESPONSE_BUFFER + 1);
+            m[Smb2Messages.READ_RESPONSE_BUFFER] = 0;
             Smb2Messages.put32(m, Smb2Messages.READ_RESPONSE_DATA_LENGTH, 0);
             Smb2Messages.put32(m, Smb2Messages.READ_RESPONSE_DATA_REMAINING, moved());
         } else {
@@ -216,9 +214,9 @@ final class SplitRead {
         }
         int credits = interimCredits;
         for (byte[] r : responses) {
-            credits += r.length >= Smb2Messages.HEADER_SIZE ? Smb2Messages.u16(r, CREDIT_REQUEST) : 0;
+            credits += r.length >= Smb2Messages.HEADER_SIZE ? Smb2Messages.u16(r, Smb2Messages.CREDITS) : 0;
         }
-        Smb2Messages.put16(m, CREDIT_REQUEST, Math.min(credits, 0xffff));
+        Smb2Messages.put16(m, Smb2Messages.CREDITS, Math.min(credits, 0xffff));
         Arrays.fill(m, Smb2Messages.SIGNATURE, Smb2Messages.SIGNATURE + Smb2Messages.SIGNATURE_SIZE, (byte) 0);
         return m;
     }
@@ -229,6 +227,6 @@ final class SplitRead {
     }
 
     private static boolean succeeded(byte[] r) {
-        return r.length >= READ_RESPONSE_FIXED && Smb2Messages.i32(r, Smb2Messages.STATUS) == 0;
+        return r.length >= Smb2Messages.READ_RESPONSE_BUFFER && Smb2Messages.i32(r, Smb2Messages.STATUS) == 0;
     }
 }
