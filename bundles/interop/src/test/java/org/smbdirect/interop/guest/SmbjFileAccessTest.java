@@ -283,6 +283,7 @@ class SmbjFileAccessTest {
                 back.toString());
         assertTrue(out.contains("wrote 64.0 MiB") && out.contains("path: RDMA channel"), out);
         assertTrue(out.contains("(the server RDMA-read them)") && out.contains("(the server RDMA-wrote them)"), out);
+        assertTrue(out.contains("of smbj's, sent in parts)"), "the read-back path names the READs sent in parts: " + out);
         assertTrue(out.contains(": match") && out.contains("registrations left on the connection: 0"), out);
         assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve("copied.bin")), "the copy on ksmbd's share");
         assertArrayEquals(data, Files.readAllBytes(back), "the copy that came back");

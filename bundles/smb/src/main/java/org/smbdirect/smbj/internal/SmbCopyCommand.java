@@ -178,10 +178,12 @@ public final class SmbCopyCommand {
         long rdmaBytes = read ? b.rdmaReadBytes() - a.rdmaReadBytes() : b.rdmaWriteBytes() - a.rdmaWriteBytes();
         long inline = read ? b.inlineReads() - a.inlineReads() : b.inlineWrites() - a.inlineWrites();
         long inlineBytes = read ? b.inlineReadBytes() - a.inlineReadBytes() : b.inlineWriteBytes() - a.inlineWriteBytes();
+        long split = read ? b.splitReads() - a.splitReads() : 0;
         List<String> parts = new ArrayList<>();
         if (rdma > 0) {
-            parts.add(String.format(Locale.ROOT, "RDMA channel, %d %s, %s (the server RDMA-%s them)", rdma,
-                    read ? "READs" : "WRITEs", bytes(rdmaBytes), read ? "wrote" : "read"));
+            parts.add(String.format(Locale.ROOT, "RDMA channel, %d %s%s, %s (the server RDMA-%s them)", rdma,
+                    read ? "READs" : "WRITEs", split > 0 ? " (" + split + " of smbj's, sent in parts)" : "",
+                    bytes(rdmaBytes), read ? "wrote" : "read"));
         }
         if (inline > 0) {
             parts.add(String.format(Locale.ROOT, "inline, %d %s, %s", inline, read ? "READs" : "WRITEs", bytes(inlineBytes)));
