@@ -193,6 +193,32 @@ public interface Endpoint extends AutoCloseable {
     MemoryRegion register(ByteBuffer buffer, int access) throws RdmaException;
 
     /**
+     * Registers as {@link #register(ByteBuffer, int)} does, with flags. With {@link
+     * RequestFlags#DEFER} the provider may hand the registration to the device together with the
+     * next request posted on this endpoint's send queue instead of at once (a verbs provider binds
+     * the memory window in the same post as that request, saving a post of its own): the token is
+     * usable by the peer once a request posted after this call has been handed over, and by then
+     * for every request posted after it. The consumer must pass the token to the peer in such a
+     * request (a send), never another way. Deregistering the region, or the endpoint's end, settles
+     * a registration still waiting. A provider may ignore the flag and register at once.
+     *
+     * @param buffer a direct buffer
+     * @param access an {@link Access} mask
+     * @param flags {@link RequestFlags#NONE} or {@link RequestFlags#DEFER}
+     * @return the region
+     * @throws RdmaException as {@link #register(ByteBuffer, int)}; {@link
+     *         RdmaStatus#INVALID_PARAMETER} for other flags
+     * @since 1.2
+     */
+    default MemoryRegion register(ByteBuffer buffer, int access, int flags) throws RdmaException {
+        if ((flags & ~RequestFlags.DEFER) != 0) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "a registration takes DEFER only, got "
+                    + RequestFlags.toString(flags));
+        }
+        return register(buffer, access);
+    }
+
+    /**
      * Deregisters a region. When this returns, no remote access to it is in progress and none is
      * possible any more (MS-SMBD 3.1.4.4). The consumer must not deregister a region that an
      * outstanding request of its own names; such a request fails with {@link

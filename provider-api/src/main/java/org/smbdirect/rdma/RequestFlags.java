@@ -34,7 +34,9 @@ public final class RequestFlags {
     public static final int INLINE = 0x8;
     /**
      * The provider may hold the request back until a later request without this flag is posted
-     * on the same endpoint, then hand all of them over together. Completions are unaffected.
+     * on the same endpoint, then hand all of them over together. Completions are unaffected. On a
+     * registration ({@link Endpoint#register(java.nio.ByteBuffer, int, int)}): the provider may
+     * hand the registration over with the next request posted.
      */
     public static final int DEFER = 0x10;
 

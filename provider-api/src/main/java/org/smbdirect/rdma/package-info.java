@@ -32,7 +32,7 @@
  * calls on one completion queue are serialised by the consumer (see {@link
  * org.smbdirect.rdma.CompletionQueue}).
  */
-@Version("1.1.0")
+@Version("1.2.0")
 @Export
 package org.smbdirect.rdma;
 

@@ -175,6 +175,25 @@ public interface SmbDirectConnection extends AutoCloseable {
     RegisteredBuffer register(ByteBuffer buffer, RemoteAccess access) throws SmbDirectException;
 
     /**
+     * Registers a local buffer whose descriptors the peer learns from a message this connection
+     * sends next (MS-SMBD 3.1.4.3), as an SMB2 READ or WRITE request through the RDMA channel
+     * carries them. As {@link #register}, except that the RDMA provider may make the registration
+     * usable together with the connection's next request to its device (a message sent, an RDMA
+     * Read or Write) instead of at once: on a verbs device the memory window's bind goes to the
+     * device in one post with that request, which saves a post per registration. The descriptors
+     * are usable by the peer in every message this connection sends after this returns; they must
+     * not reach the peer any other way. {@link #deregister} works as for any registration.
+     *
+     * @param buffer a direct buffer
+     * @param access what the peer may do
+     * @return the registration with its descriptors
+     * @throws IllegalArgumentException as {@link #register}
+     * @throws SmbDirectException as {@link #register}
+     * @since 1.4
+     */
+    RegisteredBuffer registerForNextSend(ByteBuffer buffer, RemoteAccess access) throws SmbDirectException;
+
+    /**
      * Deregisters buffers by their descriptors (MS-SMBD 3.1.4.4). When this returns, no remote
      * access to them is in progress and none is possible.
      *

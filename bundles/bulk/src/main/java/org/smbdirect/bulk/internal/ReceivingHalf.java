@@ -136,7 +136,8 @@ final class ReceivingHalf {
     private void offerTargetLocked(IncomingTransfer t, Actions a) {
         RegisteredBuffer registration;
         try {
-            registration = session.connection.register(t.buffer.slice(t.firstPartLength, t.rdmaLength()),
+            // the TARGET queued below carries the descriptors: the registration goes with it
+            registration = session.connection.registerForNextSend(t.buffer.slice(t.firstPartLength, t.rdmaLength()),
                     RemoteAccess.WRITE);
         } catch (ConnectionLostException e) {
             return; // the loss ends every transfer

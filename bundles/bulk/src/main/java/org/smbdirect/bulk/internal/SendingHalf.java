@@ -143,7 +143,8 @@ final class SendingHalf {
         }
         RegisteredBuffer registration;
         try {
-            registration = session.connection.register(source, RemoteAccess.READ);
+            // the READ_REQUEST queued below carries the descriptors: the registration goes with it
+            registration = session.connection.registerForNextSend(source, RemoteAccess.READ);
         } catch (ConnectionLostException e) {
             failLocally(s, e, a);
             return;

@@ -48,8 +48,8 @@ import com.sun.nio.file.ExtendedOpenOption;
  * with its file open since its copies, so that all of them meet the same moments of the emulated
  * guest, whose speed drifts by a factor of two within minutes.
  * {@code -Dinterop.benchRuns=N} (through {@code -Dinterop.jvmOpts}) repeats each measurement and
- * reports medians; every build runs it once, on the first transport (RoCE; {@code
- * -Dinterop.benchTransports=rxe,siw} on both), so the comparison is printed in every build. It
+ * reports medians; it runs where {@code -Dinterop.benchTransports=rxe} (or {@code rxe,siw}) asks
+ * for it, not in every build: it takes three minutes of the emulated guest. It
  * asserts only that each copy arrived intact: the guest is TCG-emulated, its timings are reported,
  * never asserted.
  */

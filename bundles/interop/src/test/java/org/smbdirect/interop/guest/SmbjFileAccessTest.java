@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -63,6 +64,15 @@ import com.hierynomus.smbj.share.File;
 class SmbjFileAccessTest {
     private static final int MIB = 1 << 20;
     private static final int WAIT_SECONDS = 120;
+    /**
+     * How long the failure test waits for ksmbd's stop once the client has seen the failure. On
+     * rxe the stop returns within seconds; on siw ksmbd 6.1's stop has not returned in minutes
+     * (it waits for its RDMA transport to drain), and waiting longer told nothing more.
+     */
+    private static final int STOP_WAIT_SECONDS = 20;
+
+    /** ksmbd's stop did not return: the class's end leaves ksmbd alone, as a restart would. */
+    private static volatile boolean ksmbdStopHangs;
     private static final int[] SIZES = {1, 4095, 4096, MIB + 1, 64 * MIB};
 
     private static SmbDirect engine;
@@ -81,6 +91,10 @@ class SmbjFileAccessTest {
     static void stop() throws Exception {
         if (engine != null) {
             engine.close();
+        }
+        if (ksmbdStopHangs) {
+            Guest.record(Guest.transport() + " ksmbd left as it is: its stop did not return");
+            return;
         }
         Guest.peersResult(60, "ksmbd-debug", "off", "rdma");
         Guest.peersResult(60, "ksmbd-stop");
@@ -267,29 +281,30 @@ class SmbjFileAccessTest {
     }
 
     /**
-     * The shell's smbcopy, as a user runs it: a 64 MiB file to the share and back through the RDMA
-     * channel, then 4 MiB inline; the command is called as Gogo calls it.
+     * The shell's smbcopy, as a user runs it: a 16 MiB file to the share and back through the RDMA
+     * channel, then 2 MiB inline; the command is called as Gogo calls it.
      */
     @Test
     @Order(12)
     void smbcopyCommand_toTheShareAndBack() throws Exception {
         Path local = Files.createTempFile("smbcopy", ".bin");
         Path back = Files.createTempFile("smbcopy", ".back");
-        byte[] data = new byte[64 * MIB];
+        // 16 MiB: four of smbj's READs, each sent in parts; 64 MiB files are the first tests' job
+        byte[] data = new byte[16 * MIB];
         new Random(12).nextBytes(data);
         Files.write(local, data);
         String unc = "smb://" + Guest.address().getHostAddress() + "/share/copied.bin";
         String out = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--sign", local.toString(), unc,
                 back.toString());
-        assertTrue(out.contains("wrote 64.0 MiB") && out.contains("path: RDMA channel"), out);
+        assertTrue(out.contains("wrote 16.0 MiB") && out.contains("path: RDMA channel"), out);
         assertTrue(out.contains("(the server RDMA-read them)") && out.contains("(the server RDMA-wrote them)"), out);
         assertTrue(out.contains("of smbj's, sent in parts)"), "the read-back path names the READs sent in parts: " + out);
         assertTrue(out.contains(": match") && out.contains("registrations left on the connection: 0"), out);
         assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve("copied.bin")), "the copy on ksmbd's share");
         assertArrayEquals(data, Files.readAllBytes(back), "the copy that came back");
         Guest.record(Guest.transport() + " smbcopy:\n" + out.trim());
-        // inline is ten times slower in the emulated guest: 4 MiB show the path
-        Files.write(local, java.util.Arrays.copyOf(data, 4 * MIB));
+        // inline is ten times slower in the emulated guest: 2 MiB show the path
+        Files.write(local, java.util.Arrays.copyOf(data, 2 * MIB));
         String inline = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--inline", local.toString(), unc);
         assertTrue(inline.contains("path: inline") && !inline.contains("RDMA channel,") && inline.contains(": match"), inline);
         Files.delete(local);
@@ -426,10 +441,13 @@ class SmbjFileAccessTest {
             assertFalse(direct.isOpen(), "the SMB Direct connection is closed");
             assertEquals(0, direct.statistics().registrationsLive(), "no registration left");
             assertFalse(connection.isConnected(), "smbj's connection is closed");
-            Guest.Result result = stop.get(WAIT_SECONDS + 10, TimeUnit.SECONDS);
-            stopReturned = result.exit == 0;
-            Guest.record(Guest.transport() + " ksmbd.control -s " + (stopReturned ? "returned" : "did not return within "
-                    + WAIT_SECONDS + " s (ksmbd not restarted)"));
+            try {
+                stopReturned = stop.get(STOP_WAIT_SECONDS, TimeUnit.SECONDS).exit == 0;
+            } catch (TimeoutException notYet) {
+                ksmbdStopHangs = true;
+            }
+            Guest.record(String.format("%s ksmbd.control -s %s %.0f s after it began", Guest.transport(),
+                    stopReturned ? "returned" : "had not returned (ksmbd not restarted)", (System.nanoTime() - stopped) / 1e9));
         } finally {
             // closing smbj's objects of a dead connection reports errors of its own: not this test's
             try {

@@ -220,13 +220,24 @@ final class ConnectionHandle implements SmbDirectConnection {
     /** MS-SMBD 3.1.4.3 Register Buffer. */
     @Override
     public RegisteredBuffer register(ByteBuffer buffer, RemoteAccess access) throws SmbDirectException {
+        return register(buffer, access, false);
+    }
+
+    /** MS-SMBD 3.1.4.3 Register Buffer, handed to the device with the connection's next request. */
+    @Override
+    public RegisteredBuffer registerForNextSend(ByteBuffer buffer, RemoteAccess access) throws SmbDirectException {
+        return register(buffer, access, true);
+    }
+
+    private RegisteredBuffer register(ByteBuffer buffer, RemoteAccess access, boolean withNextRequest)
+            throws SmbDirectException {
         java.util.Objects.requireNonNull(buffer, "buffer");
         java.util.Objects.requireNonNull(access, "access");
         Connection e = engine;
         if (e == null) {
             throw lost();
         }
-        return e.registrations.register(buffer, access);
+        return e.registrations.register(buffer, access, withNextRequest);
     }
 
     /** MS-SMBD 3.1.4.4 Deregister Buffer. */

@@ -12,6 +12,7 @@ import org.smbdirect.rdma.Access;
 import org.smbdirect.rdma.Endpoint;
 import org.smbdirect.rdma.MemoryRegion;
 import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.transport.BufferDescriptorV1;
 import org.smbdirect.transport.ConnectionLostException;
 import org.smbdirect.transport.RegisteredBuffer;
@@ -72,10 +73,12 @@ final class Registrations {
      *
      * @param buffer a direct buffer
      * @param access what the peer may do
+     * @param withNextRequest whether the provider may hand the regions to its device with the
+     *        connection's next request ({@link RequestFlags#DEFER}) instead of at once
      * @return the registration
      * @throws SmbDirectException when the provider refuses or the connection is lost
      */
-    RegisteredBuffer register(ByteBuffer buffer, RemoteAccess access) throws SmbDirectException {
+    RegisteredBuffer register(ByteBuffer buffer, RemoteAccess access, boolean withNextRequest) throws SmbDirectException {
         if (!buffer.isDirect()) {
             throw new IllegalArgumentException("only a direct buffer can be registered (the memory must not move)");
         }
@@ -91,7 +94,7 @@ final class Registrations {
         List<MemoryRegion> regions = new ArrayList<>();
         try {
             for (ByteBuffer part : RdmaTransfer.chunks(buffer, chunkSize())) {
-                regions.add(ep.register(part, rights));
+                regions.add(ep.register(part, rights, withNextRequest ? RequestFlags.DEFER : RequestFlags.NONE));
             }
         } catch (RdmaException e) {
             deregisterQuietly(ep, regions);

@@ -149,6 +149,59 @@ class RdmaTest {
         }
     }
 
+    /**
+     * 3.1.4.3 with the registration handed to the provider's device together with the next
+     * request (an SMB2 READ through the RDMA channel): the descriptors travel in the message sent
+     * next, the peer writes through them, and the registration ends as any other.
+     */
+    @Test
+    void registerForNextSend_descriptorsInTheNextMessage_peerWritesThrough() throws Exception {
+        RdmaProvider engineSide = fx.provider();
+        RdmaProvider peerSide = fx.provider();
+        ByteBuffer target = ByteBuffer.allocateDirect(64 * 1024);
+        RegisteredBuffer[] reg = new RegisteredBuffer[1];
+        upper.onMessage = (c, m) -> {
+            try {
+                reg[0] = c.registerForNextSend(target, RemoteAccess.WRITE);
+                ByteBuffer request = ByteBuffer.allocate(100);
+                reg[0].encodeDescriptors().get(0, request.array(), 0, 16);
+                c.send(request);
+            } catch (SmbDirectException ex) {
+                throw new IllegalStateException(ex);
+            }
+        };
+        try (Established e = afterExample41(engineSide, peerSide)) {
+            e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[64]));
+            byte[] read = e.peer.receive();
+            BufferDescriptorV1 d = BufferDescriptorV1.decode(ByteBuffer.wrap(read, 24, 16));
+            assertEquals(64 * 1024, d.length());
+            ByteBuffer data = direct(64 * 1024, 46);
+            MemoryRegion local = e.peer.register(data, 0);
+            assertEquals(RdmaStatus.SUCCESS, e.peer.write(local, d.offset(), d.token(), 64 * 1024));
+            assertArrayEquals(bytes(data), bytes(target));
+            reg[0].deregister();
+            assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, e.peer.write(local, d.offset(), d.token(), 16));
+            assertEquals(0, e.connection.statistics().registrationsLive());
+        }
+    }
+
+    /**
+     * The other side of registerForNextSend's contract: descriptors that reach the peer before the
+     * connection posts anything (here: by hand) are not usable yet, on the simulated fabric as on
+     * a verbs device whose window bind waits for the next post.
+     */
+    @Test
+    void registerForNextSend_descriptorsPassedAnotherWay_peerRefused() throws Exception {
+        RdmaProvider engineSide = fx.provider();
+        RdmaProvider peerSide = fx.provider();
+        try (Established e = afterExample41(engineSide, peerSide)) {
+            RegisteredBuffer reg = e.connection.registerForNextSend(ByteBuffer.allocateDirect(4096), RemoteAccess.WRITE);
+            BufferDescriptorV1 d = reg.descriptors().get(0);
+            MemoryRegion local = e.peer.register(direct(4096, 3), 0);
+            assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, e.peer.write(local, d.offset(), d.token(), 4096));
+        }
+    }
+
     /** 3.1.4.3: the registration grants only the access asked for. */
     @Test
     void register_forRead_peerCannotWrite() throws Exception {

@@ -1,6 +1,7 @@
 package org.smbdirect.rdma.tck;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.util.List;
 
@@ -321,5 +322,52 @@ public abstract class ReadWriteTck extends ProviderTck {
                     new Sge[] {Sge.of(src)}, 1, target.remoteOffset(), target.token(), 0));
         }
         assertEquals(EndpointState.CONNECTED, l.client().endpoint().state());
+    }
+
+    /**
+     * A region registered with DEFER, whose token the peer learns from a send posted after it, is
+     * usable by the peer's RDMA Write as any other: the bytes land, and the send that carried the
+     * token arrived intact.
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void register_deferred_tokenSentAfterwards_peerWritesIntoIt() throws Exception {
+        Link l = link();
+        MemoryRegion in = l.client().register(64, Access.LOCAL_WRITE);
+        l.client().postReceive("r", in);
+        MemoryRegion target = l.server().endpoint().register(java.nio.ByteBuffer.allocateDirect(TARGET),
+                Access.LOCAL_WRITE | Access.REMOTE_WRITE, RequestFlags.DEFER);
+        MemoryRegion token = l.server().register(16, 0);
+        token.buffer().putInt(0, target.token()).putLong(4, target.remoteOffset());
+        l.server().send("token", token, 0, 12, 0);
+        assertEquals(RdmaStatus.SUCCESS, l.server().sendCq().next().status());
+        assertEquals(RdmaStatus.SUCCESS, l.client().recvCq().next().status());
+        int peerToken = in.buffer().getInt(0);
+        long peerOffset = in.buffer().getLong(4);
+        assertEquals(target.token(), peerToken);
+        MemoryRegion src = l.client().register(256, 0);
+        fill(src, 21);
+        l.client().endpoint().postWrite("w", new Sge[] {Sge.of(src)}, 1, peerOffset + 100, peerToken, 0);
+        assertEquals(RdmaStatus.SUCCESS, l.client().sendCq().next().status());
+        assertBytes(bytes(src, 0, 256), bytes(target, 100, 256), "written through the deferred registration");
+        assertEquals(EndpointState.CONNECTED, l.server().endpoint().state());
+    }
+
+    /**
+     * A region registered with DEFER and deregistered before any request was posted leaves the
+     * connection whole: messages still flow both ways.
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void register_deferred_deregisteredBeforeAnyRequest_connectionCarriesOn() throws Exception {
+        Link l = link();
+        MemoryRegion r = l.server().endpoint().register(java.nio.ByteBuffer.allocateDirect(TARGET),
+                Access.LOCAL_WRITE | Access.REMOTE_WRITE, RequestFlags.DEFER);
+        l.server().endpoint().deregister(r);
+        assertFalse(r.isValid());
+        assertRoundTrip(l);
+        assertEquals(EndpointState.CONNECTED, l.server().endpoint().state());
     }
 }

@@ -17,6 +17,7 @@ import org.smbdirect.rdma.Endpoint;
 import org.smbdirect.rdma.EndpointState;
 import org.smbdirect.rdma.MemoryRegion;
 import org.smbdirect.rdma.RdmaStatus;
+import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.rdma.Sge;
 
 /**
@@ -81,7 +82,8 @@ public abstract class RegistrationTck extends ProviderTck {
 
     /**
      * Bad registrations fail with INVALID_PARAMETER: heap buffer, no bytes, unknown access bits,
-     * remote write without local write, write access to a read-only buffer.
+     * remote write without local write, write access to a read-only buffer, a flag other than
+     * DEFER.
      *
      * @throws Exception on failure
      */
@@ -97,6 +99,8 @@ public abstract class RegistrationTck extends ProviderTck {
         ByteBuffer ro = ByteBuffer.allocateDirect(16).asReadOnlyBuffer();
         assertFails(RdmaStatus.INVALID_PARAMETER, () -> e.register(ro, Access.LOCAL_WRITE));
         assertFails(RdmaStatus.INVALID_PARAMETER, () -> e.register(ro, Access.LOCAL_WRITE | Access.REMOTE_WRITE));
+        assertFails(RdmaStatus.INVALID_PARAMETER, () -> e.register(ByteBuffer.allocateDirect(16), Access.LOCAL_WRITE,
+                RequestFlags.SILENT_SUCCESS));
         MemoryRegion readable = e.register(ro, caps().rdmaRead() ? Access.REMOTE_READ : 0);
         assertTrue(readable.isValid(), "a read-only buffer can be registered for reading");
         assertEquals(EndpointState.IDLE, e.state());

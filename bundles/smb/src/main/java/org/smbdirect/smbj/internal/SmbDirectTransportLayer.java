@@ -245,7 +245,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         RegisteredBuffer registration = null;
         byte[] message;
         try {
-            registration = c.register(buffer, read ? RemoteAccess.WRITE : RemoteAccess.READ);
+            // the request below carries the descriptors: the registration reaches the device with it
+            registration = c.registerForNextSend(buffer, read ? RemoteAccess.WRITE : RemoteAccess.READ);
             List<BufferDescriptorV1> descriptors = registration.descriptors();
             message = read ? Smb2Messages.rdmaReadRequest(request, channel, descriptors)
                     : Smb2Messages.rdmaWriteRequest(request, channel, descriptors, length);
@@ -292,7 +293,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             Session session = session(inner.getHeader().getSessionId());
             split.signingKey = key != null || session == null ? key : session.getSigningKey(inner.getHeader(), false);
             for (int i = 0; i < n; i++) {
-                registrations[i] = c.register(split.buffer.slice(split.start(i), split.length(i)), RemoteAccess.WRITE);
+                registrations[i] = c.registerForNextSend(split.buffer.slice(split.start(i), split.length(i)),
+                        RemoteAccess.WRITE);
                 messages[i] = Smb2Messages.rdmaReadRequest(split.request(request, i), channel,
                         registrations[i].descriptors());
                 if (key != null) {

@@ -630,6 +630,9 @@ final class SimConnection extends Actor {
         if (t.state != SimRegion.VALID) {
             return t.state == SimRegion.INVALIDATED ? "the token was invalidated" : "the region was deregistered";
         }
+        if (t.bindPending) {
+            return "the token was registered with DEFER and no request of its endpoint has been posted since";
+        }
         if ((t.access & right) == 0) {
             return "the region does not grant " + Access.toString(right);
         }

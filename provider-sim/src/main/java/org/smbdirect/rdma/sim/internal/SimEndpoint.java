@@ -43,6 +43,8 @@ final class SimEndpoint implements Endpoint {
     /** Guards region state transitions and every remote access to this endpoint's regions. */
     final Object regionLock = new Object();
     private final List<SimRegion> regions = new ArrayList<>();
+    /** Regions registered with DEFER whose tokens wait for the next send-queue request. */
+    private final java.util.Queue<SimRegion> pendingBinds = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     private volatile EndpointState state = EndpointState.IDLE;
     /** Set under this endpoint's lock when connecting or accepting. */
@@ -293,6 +295,21 @@ final class SimEndpoint implements Endpoint {
 
     @Override
     public MemoryRegion register(ByteBuffer buffer, int access) throws RdmaException {
+        return register(buffer, access, RequestFlags.NONE);
+    }
+
+    /**
+     * With {@link RequestFlags#DEFER} on a connected endpoint the token reaches the peer's reach
+     * only with this endpoint's next send-queue request, as a verbs provider's memory window bind
+     * posted with that request does: a consumer that passes the token on another way fails here
+     * as it would on a device.
+     */
+    @Override
+    public MemoryRegion register(ByteBuffer buffer, int access, int flags) throws RdmaException {
+        if ((flags & ~RequestFlags.DEFER) != 0) {
+            throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "register: a registration takes DEFER only, got "
+                    + RequestFlags.toString(flags));
+        }
         if (buffer == null) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "register: buffer is null");
         }
@@ -330,6 +347,10 @@ final class SimEndpoint implements Endpoint {
             if (s == EndpointState.DISCONNECTED || s == EndpointState.CLOSED) {
                 throw new RdmaException(RdmaStatus.INVALID_STATE, "register: endpoint is " + s);
             }
+            if ((flags & RequestFlags.DEFER) != 0 && s == EndpointState.CONNECTED && Access.isRemote(access)) {
+                r.bindPending = true;
+                pendingBinds.add(r);
+            }
             r.token = provider.regions.add(r);
             regions.add(r);
         }
@@ -346,6 +367,9 @@ final class SimEndpoint implements Endpoint {
             r.state = SimRegion.DEREGISTERED;
             regions.remove(r);
             awaitUnpinned(r);
+        }
+        if (r.bindPending) {
+            pendingBinds.remove(r);
         }
         provider.regions.remove(r);
     }
@@ -569,6 +593,10 @@ final class SimEndpoint implements Endpoint {
 
     private void enqueue(byte op, String what, Object context, Sge[] sgl, int count, int flags, int total,
             long remoteOffset, SimRegion subject, int remoteToken) throws RdmaException {
+        // the deferred registrations go to the "device" ahead of this request
+        for (SimRegion r; (r = pendingBinds.poll()) != null;) {
+            r.bindPending = false;
+        }
         SimConnection c;
         synchronized (this) {
             if (state != EndpointState.CONNECTED) {

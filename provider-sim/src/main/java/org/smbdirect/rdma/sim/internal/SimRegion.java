@@ -26,6 +26,11 @@ final class SimRegion implements MemoryRegion {
      * yet. Deregistration waits for them. Guarded by the endpoint's region lock.
      */
     int pins;
+    /**
+     * Registered with {@link org.smbdirect.rdma.RequestFlags#DEFER}: the token is not usable by the
+     * peer until the endpoint posts its next send-queue request.
+     */
+    volatile boolean bindPending;
 
     SimRegion(SimEndpoint endpoint, ByteBuffer mem, int access, long remoteOffset) {
         this.endpoint = endpoint;

@@ -74,6 +74,33 @@ class SimSemanticsTest extends ProviderTck {
         assertEquals(RdmaStatus.INVALID_TOKEN, terminal(l.server()).status());
     }
 
+    /**
+     * As a verbs device with the window's bind waiting for the next post: a token registered with
+     * DEFER that reaches the peer before its endpoint posted anything (here: by hand) is refused;
+     * once the endpoint posts a request, the same token works.
+     */
+    @Test
+    void deferredRegistration_tokenUsedBeforeTheNextPost_remoteAccessError_afterItWorks() throws Exception {
+        Link early = link();
+        MemoryRegion target = early.server().endpoint().register(java.nio.ByteBuffer.allocateDirect(64),
+                Access.LOCAL_WRITE | Access.REMOTE_WRITE, RequestFlags.DEFER);
+        MemoryRegion src = early.client().register(8, 0);
+        early.client().endpoint().postWrite("w", new Sge[] {Sge.of(src)}, 1, target.remoteOffset(), target.token(), 0);
+        assertEquals(RdmaStatus.REMOTE_ACCESS_ERROR, terminal(early.client()).status());
+
+        Link late = link();
+        MemoryRegion bound = late.server().endpoint().register(java.nio.ByteBuffer.allocateDirect(64),
+                Access.LOCAL_WRITE | Access.REMOTE_WRITE, RequestFlags.DEFER);
+        late.client().postReceive("r", late.client().register(8, Access.LOCAL_WRITE));
+        late.server().send("s", late.server().register(8, 0), 0, 8, 0);
+        assertEquals(RdmaStatus.SUCCESS, late.server().sendCq().next().status());
+        MemoryRegion data = late.client().register(8, 0);
+        data.buffer().putLong(0, 0x1122334455667788L);
+        late.client().endpoint().postWrite("w", new Sge[] {Sge.of(data)}, 1, bound.remoteOffset(), bound.token(), 0);
+        assertEquals(RdmaStatus.SUCCESS, late.client().sendCq().next().status());
+        assertEquals(0x1122334455667788L, bound.buffer().getLong(0));
+    }
+
     /** Deferred requests occupy their slots until handed over: a full send queue refuses more. */
     @Test
     void sendQueueFull_insufficientResources_untilCompletionsFreeSlots() throws Exception {

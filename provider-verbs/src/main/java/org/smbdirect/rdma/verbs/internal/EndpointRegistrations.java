@@ -51,8 +51,11 @@ final class EndpointRegistrations {
         this.cache = new RegistrationCache(provider.memoryWindows ? provider.settings.registrationCache : 0);
     }
 
-    /** Registers a buffer (see {@link org.smbdirect.rdma.RegistrationService#register}). */
-    MemoryRegion register(ByteBuffer buffer, int access) throws RdmaException {
+    /**
+     * Registers a buffer (see {@link org.smbdirect.rdma.Endpoint#register(ByteBuffer, int, int)});
+     * with {@code deferBind} a window's bind waits in the send queue's chain for the next request.
+     */
+    MemoryRegion register(ByteBuffer buffer, int access, boolean deferBind) throws RdmaException {
         if (buffer == null) {
             throw new RdmaException(RdmaStatus.INVALID_PARAMETER, "buffer is null");
         }
@@ -137,7 +140,7 @@ final class EndpointRegistrations {
         if (window) {
             try {
                 if (endpoint.bindsNow(region)) {
-                    endpoint.bind(region);
+                    endpoint.bind(region, deferBind);
                 }
             } catch (RdmaException e) {
                 discard(region);
@@ -275,6 +278,7 @@ final class EndpointRegistrations {
             return false;
         }
         if (r.bindInFlight()) {
+            endpoint.postDeferred(); // a bind still waiting for the next request goes to the device now
             endpoint.sendCq.reap();
             long seq = r.unsignaledBindInFlight();
             if (seq >= 0 && !wasValid) {
@@ -393,7 +397,7 @@ final class EndpointRegistrations {
                 continue;
             }
             try {
-                endpoint.bind(r);
+                endpoint.bind(r, false);
             } catch (RdmaException e) {
                 r.invalidated();
                 endpoint.requestFailed(e.status(), "binding a memory window failed: " + e.getMessage());

@@ -19,8 +19,9 @@ import java.util.function.Consumer;
  * successfully.
  *
  * <p>A request is recorded before it is handed to the device, and may stay recorded and unposted
- * for a while: a {@link org.smbdirect.rdma.RequestFlags#DEFER} request waits for the next request
- * posted without the flag, and both reach the device in one post.
+ * for a while: a {@link org.smbdirect.rdma.RequestFlags#DEFER} request (a consumer's, or the memory
+ * window bind of a registration made with the flag) waits for the next request posted without it,
+ * and all reach the device in one post.
  *
  * <p>Once a request failed before reaching the device the ledger is doomed: later consumer
  * requests, and deferred ones that will now never be posted, are kept here as synthetic ones and
@@ -238,8 +239,8 @@ final class SendQueueLedger {
             if ((flag[slot] & UNSIGNALED) != 0) {
                 unsignaledInFlight.decrementAndGet();
             }
-            // only consumer requests are ever deferred: a provider's own request posts the chain
-            flag[slot] = SYNTHETIC_FLUSH;
+            // a deferred bind stays the provider's own: its window is settled, nobody is told
+            flag[slot] = (byte) (SYNTHETIC_FLUSH | (flag[slot] & INTERNAL));
         }
         if (n > 0) {
             doomed = true;

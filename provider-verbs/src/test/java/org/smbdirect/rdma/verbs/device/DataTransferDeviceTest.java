@@ -375,6 +375,61 @@ class DataTransferDeviceTest {
         }
     }
 
+    /**
+     * A registration with {@link RequestFlags#DEFER}: the memory window's bind waits for the next
+     * request and reaches the device with it in one {@code ibv_post_send} (one system call on
+     * Soft-RoCE instead of two), and the peer writes through the token that request carried.
+     */
+    @Test
+    void deferredRegistration_bindGoesWithTheNextSend_inOneCall_peerWritesThroughIt() throws Exception {
+        Fixture.Pair p = f.connect();
+        MemoryRegion rx = p.client.register(Fixture.direct(16), Access.LOCAL_WRITE);
+        p.client.postReceive("rx", new Sge[] {Sge.of(rx)}, 1);
+        long before = EndpointProbe.postSendCalls(p.server);
+        MemoryRegion target = p.server.register(Fixture.direct(4096), Access.LOCAL_WRITE | Access.REMOTE_WRITE,
+                RequestFlags.DEFER);
+        assertEquals(0, EndpointProbe.postSendCalls(p.server) - before, "the bind waits for the next request");
+        MemoryRegion tx = p.server.register(Fixture.direct(12), 0);
+        tx.buffer().putInt(0, target.token()).putLong(4, target.remoteOffset());
+        p.server.postSend("token", new Sge[] {Sge.of(tx)}, 1, 0);
+        assertEquals(1, EndpointProbe.postSendCalls(p.server) - before, "bind and send, one post");
+        assertEquals(RdmaStatus.SUCCESS, p.serverCq.take(1, Fixture.TIMEOUT).get(0).status());
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.take(1, Fixture.TIMEOUT).get(0).status());
+        MemoryRegion src = p.client.register(Fixture.direct(4096), 0);
+        for (int i = 0; i < 4096; i++) {
+            src.buffer().put(i, (byte) (i * 7));
+        }
+        p.client.postWrite("w", new Sge[] {Sge.of(src)}, 1, rx.buffer().getLong(4), rx.buffer().getInt(0), 0);
+        assertEquals(RdmaStatus.SUCCESS, p.clientCq.take(1, Fixture.TIMEOUT).get(0).status());
+        for (int i = 0; i < 4096; i++) {
+            assertEquals((byte) (i * 7), target.buffer().get(i), "byte " + i);
+        }
+        p.server.deregister(target);
+        assertEquals(EndpointState.CONNECTED, p.server.state());
+    }
+
+    /**
+     * A deferred registration whose bind never reached the device when the connection ended, and
+     * one deregistered before any request: neither fails the queue pair, and the endpoint is
+     * released at once.
+     */
+    @Test
+    void deferredRegistration_unposted_deregisteredOrAtTheEnd_nothingLeft() throws Exception {
+        try (Fixture patient = new Fixture(java.util.Map.of("closeTimeoutMillis", 60_000))) {
+            Fixture.Pair p = patient.connect();
+            MemoryRegion gone = p.client.register(Fixture.direct(4096), Access.LOCAL_WRITE | Access.REMOTE_WRITE,
+                    RequestFlags.DEFER);
+            p.client.deregister(gone);
+            assertEquals(EndpointState.CONNECTED, p.client.state(), "the bind posted for the deregistration worked");
+            long before = EndpointProbe.postSendCalls(p.client);
+            p.client.register(Fixture.direct(4096), Access.LOCAL_WRITE | Access.REMOTE_WRITE, RequestFlags.DEFER);
+            assertEquals(0, EndpointProbe.postSendCalls(p.client) - before, "the bind waits");
+            p.client.disconnect();
+            p.client.close();
+            Fixture.awaitReleased(p.clientCq);
+        }
+    }
+
     private static void postWithRetry(Fixture.Pair p, MemoryRegion tx) throws Exception {
         long deadline = System.nanoTime() + Fixture.TIMEOUT * 1_000_000L;
         while (true) {
