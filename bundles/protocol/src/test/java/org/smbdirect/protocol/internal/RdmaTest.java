@@ -62,6 +62,29 @@ class RdmaTest {
         return out;
     }
 
+    /** How the upper layer registers a buffer, for {@link #answerWithDescriptor}. */
+    private interface Registering {
+        RegisteredBuffer register(SmbDirectConnection c) throws SmbDirectException;
+    }
+
+    /**
+     * The upper layer's answer to a message: it registers a buffer into {@code reg[0]} and sends a
+     * request of {@code size} bytes that starts with the registration's first descriptor.
+     */
+    private static java.util.function.BiConsumer<SmbDirectConnection, byte[]> answerWithDescriptor(
+            RegisteredBuffer[] reg, Registering registering, int size) {
+        return (c, m) -> {
+            try {
+                reg[0] = registering.register(c);
+                ByteBuffer request = ByteBuffer.allocate(size);
+                reg[0].encodeDescriptors().get(0, request.array(), 0, 16);
+                c.send(request);
+            } catch (SmbDirectException ex) {
+                throw new IllegalStateException(ex);
+            }
+        };
+    }
+
     /** An engine connection to a raw peer, after the 4.1 exchange (the peer's first message consumed). */
     private Established afterExample41(RdmaProvider engineSide, RdmaProvider peerSide) throws Exception {
         Established e = Established.passive(fx, fx.transport(NegotiationTest.EXAMPLE_41, engineSide), engineSide,
@@ -80,16 +103,7 @@ class RdmaTest {
         RdmaProvider peerSide = fx.provider();
         ByteBuffer data = direct(MIB, 44);
         RegisteredBuffer[] reg = new RegisteredBuffer[1];
-        upper.onMessage = (c, m) -> {
-            try {
-                reg[0] = c.register(data, RemoteAccess.READ);
-                ByteBuffer request = ByteBuffer.allocate(500);
-                reg[0].encodeDescriptors().get(0, request.array(), 0, 16);
-                c.send(request);
-            } catch (SmbDirectException ex) {
-                throw new IllegalStateException(ex);
-            }
-        };
+        upper.onMessage = answerWithDescriptor(reg, c -> c.register(data, RemoteAccess.READ), 500);
         try (Established e = afterExample41(engineSide, peerSide)) {
             e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[64]));
             byte[] write = e.peer.receive();
@@ -121,16 +135,7 @@ class RdmaTest {
         RdmaProvider peerSide = fx.provider();
         ByteBuffer target = ByteBuffer.allocateDirect(MIB);
         RegisteredBuffer[] reg = new RegisteredBuffer[1];
-        upper.onMessage = (c, m) -> {
-            try {
-                reg[0] = c.register(target, RemoteAccess.WRITE);
-                ByteBuffer request = ByteBuffer.allocate(500);
-                reg[0].encodeDescriptors().get(0, request.array(), 0, 16);
-                c.send(request);
-            } catch (SmbDirectException ex) {
-                throw new IllegalStateException(ex);
-            }
-        };
+        upper.onMessage = answerWithDescriptor(reg, c -> c.register(target, RemoteAccess.WRITE), 500);
         try (Established e = afterExample41(engineSide, peerSide)) {
             e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[64]));
             byte[] read = e.peer.receive();
@@ -160,16 +165,7 @@ class RdmaTest {
         RdmaProvider peerSide = fx.provider();
         ByteBuffer target = ByteBuffer.allocateDirect(64 * 1024);
         RegisteredBuffer[] reg = new RegisteredBuffer[1];
-        upper.onMessage = (c, m) -> {
-            try {
-                reg[0] = c.registerForNextSend(target, RemoteAccess.WRITE);
-                ByteBuffer request = ByteBuffer.allocate(100);
-                reg[0].encodeDescriptors().get(0, request.array(), 0, 16);
-                c.send(request);
-            } catch (SmbDirectException ex) {
-                throw new IllegalStateException(ex);
-            }
-        };
+        upper.onMessage = answerWithDescriptor(reg, c -> c.registerForNextSend(target, RemoteAccess.WRITE), 100);
         try (Established e = afterExample41(engineSide, peerSide)) {
             e.peer.send(RawPeer.dataTransfer(10, 10, 0, 0, new byte[64]));
             byte[] read = e.peer.receive();
