@@ -255,6 +255,38 @@ class SendQueueLedgerTest {
         assertEquals(0, l.outstanding());
     }
 
+    /**
+     * A memory window bind registered with DEFER, abandoned with the chain it waited in: it stays
+     * the provider's own (a synthetic flush the endpoint settles, never reported to the consumer),
+     * and gives back a slot of the reserve, not of the consumer's depth.
+     */
+    @Test
+    void abandonUnposted_aDeferredBind_staysInternal_andFreesTheReserve() {
+        SendQueueLedger l = ledger(2, 2);
+        byte bindFlags = l.signalNextBind() ? SendQueueLedger.INTERNAL
+                : SendQueueLedger.INTERNAL | SendQueueLedger.UNSIGNALED;
+        VerbsMemoryRegion r = region();
+        int bind = l.record(VerbsNative.OP_BIND_MW, null, bindFlags, 0, r);
+        defer(l, 'R', "send");
+        defer(l, 'R', "other");
+        assertFalse(l.tryReserveConsumer(), "the two deferred sends hold the consumer's depth");
+        assertEquals(3, l.abandonUnposted());
+        assertEquals(bind, l.nextSynthetic());
+        assertEquals(SendQueueLedger.SYNTHETIC_FLUSH | SendQueueLedger.INTERNAL, l.flags(bind));
+        assertEquals(r, l.region(bind));
+        l.retire(bind);
+        assertTrue(l.internalRoom());
+        assertFalse(l.tryReserveConsumer(), "the bind's retirement freed no consumer slot");
+        for (String expected : new String[] {"send", "other"}) {
+            int slot = l.nextSynthetic();
+            assertEquals(expected, l.context(slot));
+            assertEquals(SendQueueLedger.SYNTHETIC_FLUSH, l.flags(slot));
+            l.retire(slot);
+        }
+        assertEquals(0, l.outstanding());
+        assertTrue(l.tryReserveConsumer(), "both consumer slots back");
+    }
+
     @Test
     void abandonUnposted_deferredRequestsCompleteFlushed_inOrder() {
         SendQueueLedger l = ledger(8, SendQueueLedger.BIND_RESERVE);
