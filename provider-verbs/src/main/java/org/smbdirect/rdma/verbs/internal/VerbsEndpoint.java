@@ -493,7 +493,9 @@ final class VerbsEndpoint implements Endpoint {
                 VerbsNative.connect(cmId, data, i, o, provider.settings.retryCount, options.rnrRetryCount());
             }
         } catch (NativeException e) {
-            attemptFailed(e.status(), "rdma_connect failed: " + e.getMessage());
+            // iWARP (siw) refuses at once, in the call, where RoCE's CM rejects with an event
+            attemptFailed(e.status(), e.errno() == ECONNREFUSED ? "nobody listens at " + remoteAddress + " ("
+                    + e.getMessage() + ")" : e.getMessage());
         } finally {
             nativeLock.readLock().unlock();
         }
