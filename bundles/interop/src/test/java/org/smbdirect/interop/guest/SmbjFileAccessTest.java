@@ -443,13 +443,17 @@ class SmbjFileAccessTest {
             assertFalse(direct.isOpen(), "the SMB Direct connection is closed");
             assertEquals(0, direct.statistics().registrationsLive(), "no registration left");
             assertFalse(connection.isConnected(), "smbj's connection is closed");
+            Guest.Result result = null;
             try {
-                stopReturned = stop.get(STOP_WAIT_SECONDS, TimeUnit.SECONDS).exit == 0;
+                result = stop.get(STOP_WAIT_SECONDS, TimeUnit.SECONDS);
             } catch (TimeoutException notYet) {
                 ksmbdStopHangs = true;
             }
+            stopReturned = result != null && result.exit == 0;
             Guest.record(String.format("%s ksmbd.control -s %s %.0f s after it began", Guest.transport(),
-                    stopReturned ? "returned" : "had not returned (ksmbd not restarted)", (System.nanoTime() - stopped) / 1e9));
+                    result == null ? "had not returned (ksmbd left alone)" : stopReturned ? "returned"
+                            : "failed with exit status " + result.exit + " (ksmbd not restarted)",
+                    (System.nanoTime() - stopped) / 1e9));
         } finally {
             // closing smbj's objects of a dead connection reports errors of its own: not this test's
             try {
