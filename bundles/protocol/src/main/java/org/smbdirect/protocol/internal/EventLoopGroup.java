@@ -155,9 +155,9 @@ final class EventLoopGroup {
     private void handOver(Loop l) {
         Thread stuck = l.thread;
         l.handOvers++;
-        LOG.log(System.Logger.Level.WARNING, () -> stuck.getName() + " has been held by one connection's step (an "
-                + "upper-layer handler waiting?) for more than " + STALL_NANOS / 1_000_000 + " ms; the other "
-                + "connections of its loop move to a new thread");
+        LOG.log(System.Logger.Level.WARNING, () -> stuck.getName() + " has been held by one connection's step for "
+                + "more than " + STALL_NANOS / 1_000_000 + " ms (an upper-layer handler that blocks, or long work "
+                + "such as a large copy on a slow processor); the other connections of its loop move to a new thread");
         l.start(newThread(l));
     }
 
