@@ -3,9 +3,7 @@ package org.smbdirect.protocol.internal;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -44,7 +42,9 @@ final class RdmaOperations {
     /** Operations refused because the RDMA connection ended underneath: they fail with its loss. */
     private final ConcurrentLinkedQueue<CompletableFuture<Void>> awaitingLoss = new ConcurrentLinkedQueue<>();
     private final ArrayDeque<RdmaTransfer> queue = new ArrayDeque<>();
-    private final Set<RdmaTransfer> active = new LinkedHashSet<>();
+    /** Transfers handed over and not yet ended, oldest first: a list through their own fields. */
+    private RdmaTransfer oldestActive;
+    private RdmaTransfer newestActive;
     private int inFlight;
     private int readsInFlight;
     private int ordLimit = 1;
@@ -147,7 +147,7 @@ final class RdmaOperations {
     RdmaException pump(Endpoint ep) {
         RdmaTransfer n;
         while ((n = intake.poll()) != null) {
-            active.add(n);
+            addActive(n);
             queue.add(n);
         }
         while (!queue.isEmpty() && inFlight < DEPTH) {
@@ -155,7 +155,7 @@ final class RdmaOperations {
             if (t.read && readsInFlight >= ordLimit) {
                 break;
             }
-            RdmaTransfer.Segment s = t.segments.get(t.nextToPost);
+            RdmaTransfer.Segment s = t.segments[t.nextToPost];
             try {
                 if (t.read) {
                     ep.postRead(s, s.sgl, 1, s.remoteOffset, s.remoteToken, 0);
@@ -198,8 +198,8 @@ final class RdmaOperations {
             counters.rdmaWrites++;
             counters.rdmaWriteBytes += s.length;
         }
-        if (++t.completed == t.segments.size()) {
-            active.remove(t);
+        if (++t.completed == t.segments.length) {
+            removeActive(t);
             locals.release(t.local);
             t.future.complete(null);
         }
@@ -212,7 +212,7 @@ final class RdmaOperations {
      * @return {@code true} when idle
      */
     boolean idle() {
-        return active.isEmpty() && intake.isEmpty();
+        return oldestActive == null && intake.isEmpty();
     }
 
     /**
@@ -222,12 +222,15 @@ final class RdmaOperations {
      * @param failure the loss
      */
     void failAll(ConnectionLostException failure) {
-        List<RdmaTransfer> all = new ArrayList<>(active);
+        List<RdmaTransfer> all = new ArrayList<>();
+        while (oldestActive != null) {
+            all.add(oldestActive);
+            removeActive(oldestActive);
+        }
         RdmaTransfer n;
         while ((n = intake.poll()) != null) {
             all.add(n);
         }
-        active.clear();
         queue.clear();
         for (RdmaTransfer t : all) {
             fail(t, failure);
@@ -236,6 +239,35 @@ final class RdmaOperations {
         while ((f = awaitingLoss.poll()) != null) {
             f.completeExceptionally(failure);
         }
+    }
+
+    private void addActive(RdmaTransfer t) {
+        t.previousActive = newestActive;
+        if (newestActive == null) {
+            oldestActive = t;
+        } else {
+            newestActive.nextActive = t;
+        }
+        newestActive = t;
+    }
+
+    /** Takes {@code t} out of the active list; nothing when it is not in it (any more). */
+    private void removeActive(RdmaTransfer t) {
+        if (t.previousActive == null && oldestActive != t) {
+            return;
+        }
+        if (t.previousActive == null) {
+            oldestActive = t.nextActive;
+        } else {
+            t.previousActive.nextActive = t.nextActive;
+        }
+        if (t.nextActive == null) {
+            newestActive = t.previousActive;
+        } else {
+            t.nextActive.previousActive = t.previousActive;
+        }
+        t.previousActive = null;
+        t.nextActive = null;
     }
 
     private void fail(RdmaTransfer t, ConnectionLostException failure) {

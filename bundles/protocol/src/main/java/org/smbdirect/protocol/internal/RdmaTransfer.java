@@ -18,12 +18,15 @@ final class RdmaTransfer {
     final long length;
     /** The local registration the segments name, released when the transfer ends. */
     final LocalRegistrations.Entry local;
-    final List<Segment> segments;
+    final Segment[] segments;
     final CompletableFuture<Void> future = new CompletableFuture<>();
     int nextToPost;
     int completed;
+    /** Neighbours in the connection's list of active transfers ({@link RdmaOperations}); no node to allocate. */
+    RdmaTransfer previousActive;
+    RdmaTransfer nextActive;
 
-    private RdmaTransfer(boolean read, long length, LocalRegistrations.Entry local, List<Segment> segments) {
+    private RdmaTransfer(boolean read, long length, LocalRegistrations.Entry local, Segment[] segments) {
         this.read = read;
         this.length = length;
         this.local = local;
@@ -31,11 +34,11 @@ final class RdmaTransfer {
     }
 
     boolean allPosted() {
-        return nextToPost == segments.size();
+        return nextToPost == segments.length;
     }
 
     boolean done() {
-        return completed == segments.size();
+        return completed == segments.length;
     }
 
     /**
@@ -47,7 +50,8 @@ final class RdmaTransfer {
      * @param descriptors the peer's descriptors
      * @param offset the first byte within the described buffer
      * @param length how many bytes
-     * @return the adjusted descriptors, in order
+     * @return the adjusted descriptors, in order; {@code descriptors} itself when the range is all of
+     *         them (nothing to adjust, nothing to allocate on the common path)
      * @throws IllegalArgumentException when the range does not lie within the descriptors
      */
     static List<BufferDescriptorV1> peerRanges(List<BufferDescriptorV1> descriptors, long offset, long length) {
@@ -58,6 +62,9 @@ final class RdmaTransfer {
         if (offset > total || length > total - offset) {
             throw new IllegalArgumentException("RDMA range [" + offset + ", " + (offset + length)
                     + ") lies beyond the " + total + " bytes the " + descriptors.size() + " descriptor(s) describe");
+        }
+        if (offset == 0 && length == total) {
+            return descriptors;
         }
         List<BufferDescriptorV1> out = new ArrayList<>();
         int i = 0;
@@ -90,21 +97,34 @@ final class RdmaTransfer {
      */
     static RdmaTransfer plan(boolean read, LocalRegistrations.Entry local, int localStart,
             List<BufferDescriptorV1> peer) {
-        List<Segment> segments = new ArrayList<>();
         int chunk = local.chunk;
-        long localPos = localStart;
-        for (BufferDescriptorV1 d : peer) {
-            long done = 0;
-            while (done < d.unsignedLength()) {
-                MemoryRegion r = local.regions[(int) (localPos / chunk)];
-                int inRegion = (int) (localPos % chunk);
-                int take = (int) Math.min(d.unsignedLength() - done, r.length() - inRegion);
-                segments.add(new Segment(r, inRegion, d.offset() + done, d.token(), take));
-                done += take;
-                localPos += take;
+        MemoryRegion first = local.regions[localStart / chunk];
+        int inFirst = localStart % chunk;
+        Segment[] segments;
+        long length;
+        if (peer.size() == 1 && peer.get(0).unsignedLength() <= first.length() - inFirst) {
+            // the common case, one descriptor within one region: one segment, nothing else allocated
+            BufferDescriptorV1 d = peer.get(0);
+            length = d.unsignedLength();
+            segments = new Segment[] {new Segment(first, inFirst, d.offset(), d.token(), (int) length)};
+        } else {
+            List<Segment> cut = new ArrayList<>();
+            long localPos = localStart;
+            for (BufferDescriptorV1 d : peer) {
+                long done = 0;
+                while (done < d.unsignedLength()) {
+                    MemoryRegion r = local.regions[(int) (localPos / chunk)];
+                    int inRegion = (int) (localPos % chunk);
+                    int take = (int) Math.min(d.unsignedLength() - done, r.length() - inRegion);
+                    cut.add(new Segment(r, inRegion, d.offset() + done, d.token(), take));
+                    done += take;
+                    localPos += take;
+                }
             }
+            length = localPos - localStart;
+            segments = cut.toArray(new Segment[0]);
         }
-        RdmaTransfer t = new RdmaTransfer(read, localPos - localStart, local, segments);
+        RdmaTransfer t = new RdmaTransfer(read, length, local, segments);
         for (Segment s : segments) {
             s.transfer = t;
         }
