@@ -7,6 +7,8 @@ package org.smbdirect.rdma.sim.internal;
  */
 final class RecvQueue {
     final int depth;
+    /** Array length minus one: a slot is a counter masked with it. */
+    private final int mask;
     final int maxSge;
     final Object[] context;
     final int[] sgeCount;
@@ -20,17 +22,19 @@ final class RecvQueue {
 
     RecvQueue(int depth, int maxSge) {
         this.depth = depth;
+        int ring = Rings.capacity(depth);
+        mask = ring - 1;
         this.maxSge = maxSge;
-        context = new Object[depth];
-        sgeCount = new int[depth];
-        sgeRegion = new SimRegion[depth * maxSge];
-        sgeOffset = new int[depth * maxSge];
-        sgeLength = new int[depth * maxSge];
-        capacity = new int[depth];
+        context = new Object[ring];
+        sgeCount = new int[ring];
+        sgeRegion = new SimRegion[ring * maxSge];
+        sgeOffset = new int[ring * maxSge];
+        sgeLength = new int[ring * maxSge];
+        capacity = new int[ring];
     }
 
     int slot(long counter) {
-        return (int) (counter % depth);
+        return (int) counter & mask;
     }
 
     void clear(int s) {

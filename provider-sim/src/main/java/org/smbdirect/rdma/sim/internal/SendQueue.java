@@ -2,8 +2,8 @@ package org.smbdirect.rdma.sim.internal;
 
 /**
  * The send queue of an endpoint: sends, send-and-invalidates, RDMA Reads and Writes and local
- * invalidates, in posted order. Structure of arrays indexed by slot, preallocated at the endpoint's
- * depth, so that posting and completing allocate nothing.
+ * invalidates, in posted order. Structure of arrays indexed by slot, preallocated for the endpoint's
+ * depth ({@link Rings}), so that posting and completing allocate nothing.
  *
  * <p>Four monotonic counters split the ring: {@code [head, next)} started (arrived at the peer, or
  * executed), awaiting in-order completion; {@code [next, sent)} transmitted, in flight to the peer;
@@ -24,6 +24,8 @@ final class SendQueue {
     static final byte FAILED = 2;
 
     final int depth;
+    /** Array length minus one: a slot is a counter masked with it. */
+    private final int mask;
     final int maxSge;
     final Object[] context;
     final byte[] op;
@@ -57,25 +59,27 @@ final class SendQueue {
 
     SendQueue(int depth, int maxSge, int inlineThreshold) {
         this.depth = depth;
+        int ring = Rings.capacity(depth);
+        mask = ring - 1;
         this.maxSge = maxSge;
-        context = new Object[depth];
-        op = new byte[depth];
-        flags = new int[depth];
-        sgeCount = new int[depth];
-        sgeRegion = new SimRegion[depth * maxSge];
-        sgeOffset = new int[depth * maxSge];
-        sgeLength = new int[depth * maxSge];
-        length = new int[depth];
-        remoteOffset = new long[depth];
-        remoteToken = new int[depth];
-        subject = new SimRegion[depth];
-        state = new byte[depth];
-        status = new byte[depth];
-        due = new long[depth];
-        rnrTries = new byte[depth];
-        psn = new int[depth];
+        context = new Object[ring];
+        op = new byte[ring];
+        flags = new int[ring];
+        sgeCount = new int[ring];
+        sgeRegion = new SimRegion[ring * maxSge];
+        sgeOffset = new int[ring * maxSge];
+        sgeLength = new int[ring * maxSge];
+        length = new int[ring];
+        remoteOffset = new long[ring];
+        remoteToken = new int[ring];
+        subject = new SimRegion[ring];
+        state = new byte[ring];
+        status = new byte[ring];
+        due = new long[ring];
+        rnrTries = new byte[ring];
+        psn = new int[ring];
         this.inlineThreshold = inlineThreshold;
-        inline = inlineThreshold > 0 ? new byte[depth][] : null;
+        inline = inlineThreshold > 0 ? new byte[ring][] : null;
     }
 
     /** The slot's inline array; called under the endpoint's lock while the slot is free. */
@@ -89,7 +93,7 @@ final class SendQueue {
     }
 
     int slot(long counter) {
-        return (int) (counter % depth);
+        return (int) counter & mask;
     }
 
     /** Forgets a completed slot's references so that the collector can reclaim the consumer's objects. */

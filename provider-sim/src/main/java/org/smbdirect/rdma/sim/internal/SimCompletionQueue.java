@@ -25,6 +25,8 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
     final SimProvider provider;
     private final CompletionNotificationHandler handler;
     private final int depth;
+    /** Array length minus one: an entry's index is its absolute count masked with it. */
+    private final int mask;
     private final Object[] context;
     private final SimEndpoint[] endpoint;
     private final byte[] type;
@@ -54,13 +56,15 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
         this.provider = provider;
         this.handler = handler;
         this.depth = depth;
-        context = new Object[depth];
-        endpoint = new SimEndpoint[depth];
-        type = new byte[depth];
-        status = new byte[depth];
-        flag = new byte[depth];
-        bytes = new int[depth];
-        token = new int[depth];
+        int ring = Rings.capacity(depth);
+        mask = ring - 1;
+        context = new Object[ring];
+        endpoint = new SimEndpoint[ring];
+        type = new byte[ring];
+        status = new byte[ring];
+        flag = new byte[ring];
+        bytes = new int[ring];
+        token = new int[ring];
     }
 
     @Override
@@ -84,7 +88,7 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
                 overflowed = true;
                 toFail = new ArrayList<>(users);
             } else {
-                int i = (int) (pushCount % depth);
+                int i = (int) pushCount & mask;
                 context[i] = ctx;
                 endpoint[i] = ep;
                 type[i] = (byte) t.ordinal();
@@ -125,7 +129,7 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
     private synchronized int drain(CompletionResult[] results, boolean extended) {
         int n = 0;
         while (n < results.length && popCount < pushCount) {
-            int i = (int) (popCount % depth);
+            int i = (int) popCount & mask;
             boolean inv = extended && (flag[i] & F_INVALIDATED) != 0;
             results[n++].set(context[i], endpoint[i], TYPES[type[i]], STATUSES[status[i]], bytes[i],
                     (flag[i] & F_SOLICITED) != 0, inv, inv ? token[i] : 0);
@@ -150,7 +154,7 @@ final class SimCompletionQueue extends Actor implements CompletionQueue {
             // NDKPI: a completion that arrived since the last callback and satisfies the arm
             // satisfies it at once (the callback still runs on a fabric thread, never in here).
             for (long k = Math.max(popCount, pushCountAtLastCallback); k < pushCount; k++) {
-                int i = (int) (k % depth);
+                int i = (int) k & mask;
                 if (armed.isSatisfiedBy(STATUSES[status[i]], (flag[i] & F_SOLICITED) != 0)) {
                     armed = null;
                     callbacksDue++;

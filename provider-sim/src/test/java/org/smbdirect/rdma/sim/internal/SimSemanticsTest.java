@@ -16,6 +16,7 @@ import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.rdma.RequestFlags;
 import org.smbdirect.rdma.Sge;
 import org.smbdirect.rdma.tck.Completion;
+import org.smbdirect.rdma.tck.CqProbe;
 import org.smbdirect.rdma.tck.EventRecorder;
 import org.smbdirect.rdma.tck.Link;
 import org.smbdirect.rdma.tck.LinkSpec;
@@ -123,6 +124,45 @@ class SimSemanticsTest extends ProviderTck {
         assertEquals("b", c.get(1).context());
         l.client().send("c", out, 0, 4, 0);
         assertEquals("c", l.client().sendCq().next().context());
+    }
+
+    /**
+     * Queues whose depth is not a power of two (their rings are four slots long) hold exactly
+     * three entries, in order, lap after lap: a fourth receive is refused, and a completion queue
+     * of depth 3 overflows at its fourth completion.
+     */
+    @Test
+    void queuesOfDepthThree_holdThree_inOrder_lapAfterLap() throws Exception {
+        CqProbe recvCq = probe(server(), 3, "server.recvCq3");
+        Link l = link(new LinkSpec().serverRecvCq(recvCq).serverOptions(b -> b.receiveQueueDepth(3))
+                .clientOptions(b -> b.sendQueueDepth(3)));
+        MemoryRegion in = l.server().register(16, Access.LOCAL_WRITE);
+        MemoryRegion out = l.client().register(16, 0);
+        for (int lap = 0; lap < 5; lap++) {
+            for (int i = 0; i < 3; i++) {
+                l.server().postReceive("r" + lap + i, in);
+            }
+            assertFails(RdmaStatus.INSUFFICIENT_RESOURCES, () -> l.server().postReceive("fourth", in));
+            for (int i = 0; i < 3; i++) {
+                l.client().send("s" + lap + i, out, 0, 4, 0);
+            }
+            List<Completion> sent = l.client().sendCq().poll(3);
+            List<Completion> received = recvCq.poll(3);
+            for (int i = 0; i < 3; i++) {
+                assertEquals("s" + lap + i, sent.get(i).context());
+                assertEquals("r" + lap + i, received.get(i).context());
+            }
+        }
+        // three completions held, none taken: the fourth overflows the queue
+        for (int i = 0; i < 3; i++) {
+            l.server().postReceive("o" + i, in);
+            l.client().send("t" + i, out, 0, 4, 0);
+        }
+        assertEquals(List.of("t0", "t1", "t2"), l.client().sendCq().poll(3).stream().map(Completion::context).toList());
+        l.server().postReceive("o3", in);
+        l.client().send("t3", out, 0, 4, 0);
+        assertEquals(RdmaStatus.COMPLETION_QUEUE_OVERFLOW, terminal(l.server()).status());
+        assertEquals(List.of("o0", "o1", "o2"), recvCq.poll(3).stream().map(Completion::context).toList());
     }
 
     /** DEFER: the sim hands a deferred request over only with the next request without DEFER. */
