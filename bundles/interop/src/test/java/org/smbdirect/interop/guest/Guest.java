@@ -148,7 +148,12 @@ final class Guest {
 
     /** Reads a file's first {@code size} bytes with smbj's File.read, as many requests as that takes. */
     static byte[] readAll(com.hierynomus.smbj.share.File file, int size) {
-        byte[] back = new byte[size];
+        return readAll(file, new byte[size]);
+    }
+
+    /** Reads the file's first {@code back.length} bytes into {@code back}, READ after READ. */
+    static byte[] readAll(com.hierynomus.smbj.share.File file, byte[] back) {
+        int size = back.length;
         for (int off = 0; off < size;) {
             int n = file.read(back, off, off, size - off);
             if (n <= 0) {

@@ -261,7 +261,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
         }
         // the response may arrive before the send completes: the request is pending first
-        pending.put(messageId, new PendingRequest(read, length, buffer, registration));
+        PendingRequest sent = new PendingRequest(read, length, buffer, registration);
+        pending.put(messageId, sent);
         try {
             send(c, ByteBuffer.wrap(message), packet);
         } catch (TransportException e) {
@@ -270,6 +271,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 release(p.registration, p.buffer);
             }
             throw e;
+        }
+        if (read) {
+            sent.destination.prepare();
         }
         (read ? statistics.rdmaReads : statistics.rdmaWrites).incrementAndGet();
         if (!read) {
@@ -333,6 +337,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             }
             statistics.rdmaReads.incrementAndGet();
         }
+        split.destination.prepare();
         statistics.splitReads.incrementAndGet();
     }
 
@@ -366,7 +371,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             byte[] merged = split.response();
             if (Smb2Messages.i32(merged, Smb2Messages.STATUS) == 0) {
                 int moved = split.moved();
-                byte[] data = new byte[moved];
+                byte[] data = split.destination.take(moved);
                 split.buffer.get(0, data);
                 rdmaReadData.put(split.messageId, data);
                 statistics.rdmaReadBytes.addAndGet(moved);
@@ -537,7 +542,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                     throw new IllegalStateException("the server says it RDMA-wrote " + (moved & 0xffffffffL)
                             + " bytes into a buffer of " + p.length);
                 }
-                byte[] data = new byte[moved];
+                byte[] data = p.destination.take(moved);
                 p.buffer.get(0, data);
                 rdmaReadData.put(messageId, data);
                 statistics.rdmaReadBytes.addAndGet(moved);
@@ -689,6 +694,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         /** The split READ this request is a part of, or {@code null}. */
         final SplitRead split;
         final int part;
+        /** A whole READ's data array; {@code null} for WRITEs and parts (their split has one). */
+        final ReadDestination destination;
 
         PendingRequest(boolean read, int length, ByteBuffer buffer, RegisteredBuffer registration) {
             this(read, length, buffer, registration, null, 0);
@@ -702,6 +709,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             this.registration = registration;
             this.split = split;
             this.part = part;
+            this.destination = read && split == null ? new ReadDestination(length) : null;
         }
     }
 

@@ -33,6 +33,8 @@ final class SplitRead {
     final ByteBuffer buffer;
     /** The session's signing key, or {@code null}; set before the parts are sent. */
     volatile SecretKey signingKey;
+    /** Where the merged response's data goes. */
+    final ReadDestination destination;
     /** A part's deregistration failed: the peer may still reach the buffer, which is never reused. */
     volatile boolean reachable;
     private final int[] starts;
@@ -51,6 +53,11 @@ final class SplitRead {
         this.charges = charges;
         this.creditRequests = requests;
         this.responses = new byte[lengths.length][];
+        int total = 0;
+        for (int l : lengths) {
+            total += l;
+        }
+        this.destination = new ReadDestination(total);
     }
 
     /**
