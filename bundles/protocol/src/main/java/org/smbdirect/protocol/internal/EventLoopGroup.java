@@ -26,8 +26,14 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class EventLoopGroup {
     private static final System.Logger LOG = System.getLogger(EventLoopGroup.class.getName());
-    /** How often the monitor looks. */
+    /** How often the monitor looks while a step runs somewhere. */
     static final long CHECK_NANOS = 5_000_000L;
+    /**
+     * How long the monitor waits between looks while it saw no step running (an idle transport
+     * wakes it 20 times a second, not 200): a step that then starts to hold its thread is seen at
+     * most this much later.
+     */
+    static final long IDLE_CHECK_NANOS = 50_000_000L;
     /**
      * How long one step may hold a loop's thread, parked or sleeping (waiting for something of the
      * upper layer's), before the loop moves to another thread. A thread that is runnable
@@ -46,6 +52,8 @@ final class EventLoopGroup {
     private final AtomicInteger threadNumbers = new AtomicInteger();
     private final Thread monitor;
     private volatile boolean running = true;
+    /** The monitor's looks so far (tests). */
+    private volatile long looks;
 
     /**
      * @param name the threads' name prefix
@@ -132,24 +140,34 @@ final class EventLoopGroup {
 
     private void monitor() {
         long last = System.nanoTime();
+        long period = CHECK_NANOS;
         while (running) {
-            LockSupport.parkNanos(this, CHECK_NANOS);
+            LockSupport.parkNanos(this, period);
             long now = System.nanoTime();
-            boolean late = now - last > 4 * CHECK_NANOS; // the whole process was paused (a GC, say)
+            boolean late = now - last > 4 * period; // the whole process was paused (a GC, say)
             last = now;
+            boolean stepping = late;
             for (Loop l : loops) {
                 if (late) {
                     l.suspectSince = 0;
                 } else if (l.stalled(now)) {
                     handOver(l);
                 }
+                stepping |= l.inStep();
             }
             if (late) {
                 InlineRuns.forgetSuspicions();
             } else {
-                InlineRuns.check(this, now, STALL_NANOS, BUSY_NANOS);
+                stepping |= InlineRuns.check(this, now, STALL_NANOS, BUSY_NANOS);
             }
+            period = stepping ? CHECK_NANOS : IDLE_CHECK_NANOS;
+            looks++;
         }
+    }
+
+    /** The monitor's looks so far, for tests of its pace. */
+    long monitorLooks() {
+        return looks;
     }
 
     private void handOver(Loop l) {
@@ -310,6 +328,11 @@ final class EventLoopGroup {
                 sleeping = false;
                 idleSince = 0;
             }
+        }
+
+        /** Whether a step holds (or held, when it was handed over) this loop's thread now. */
+        boolean inStep() {
+            return runStart.get() != 0;
         }
 
         /**

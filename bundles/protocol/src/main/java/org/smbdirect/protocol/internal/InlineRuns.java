@@ -37,8 +37,10 @@ final class InlineRuns {
      * @param now the time of the look
      * @param stallNanos how long a waiting step may hold a thread
      * @param busyNanos how long a computing step may hold a thread
+     * @return whether a step of {@code group}'s actors was running outside the loops at this look
      */
-    static void check(EventLoopGroup group, long now, long stallNanos, long busyNanos) {
+    static boolean check(EventLoopGroup group, long now, long stallNanos, long busyNanos) {
+        boolean stepping = false;
         for (Run r : RUNS) {
             Thread t = r.thread.get();
             if (t == null || !t.isAlive()) {
@@ -50,6 +52,7 @@ final class InlineRuns {
             if (a == null || a.loop.group() != group) {
                 continue;
             }
+            stepping = true;
             if (step != r.seenStep) {
                 // a step this monitor has not seen before: it started at most one look ago
                 r.seenStep = step;
@@ -73,6 +76,7 @@ final class InlineRuns {
                 a.heldInline(t, now - r.seenSince);
             }
         }
+        return stepping;
     }
 
     /** The monitor's look was late (the whole process paused): what it suspected is forgotten. */
