@@ -45,7 +45,8 @@ final class SplitRead {
     private int arrived;
     private int interimCredits;
 
-    private SplitRead(long messageId, ByteBuffer buffer, int[] starts, int[] lengths, int[] charges, int[] requests) {
+    private SplitRead(long messageId, ByteBuffer buffer, int length, int[] starts, int[] lengths, int[] charges,
+            int[] requests) {
         this.messageId = messageId;
         this.buffer = buffer;
         this.starts = starts;
@@ -53,11 +54,7 @@ final class SplitRead {
         this.charges = charges;
         this.creditRequests = requests;
         this.responses = new byte[lengths.length][];
-        int total = 0;
-        for (int l : lengths) {
-            total += l;
-        }
-        this.destination = new ReadDestination(total);
+        this.destination = new ReadDestination(length);
     }
 
     /**
@@ -92,8 +89,8 @@ final class SplitRead {
             charged += charges[i];
             requests[i] = i == 0 ? Math.max(1, creditRequest - (n - 1)) : 1;
         }
-        return new SplitRead(Smb2Messages.u64(request, Smb2Messages.MESSAGE_ID), buffer, starts, lengths, charges,
-                requests);
+        return new SplitRead(Smb2Messages.u64(request, Smb2Messages.MESSAGE_ID), buffer, length, starts, lengths,
+                charges, requests);
     }
 
     int parts() {
