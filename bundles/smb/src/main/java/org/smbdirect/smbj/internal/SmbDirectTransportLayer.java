@@ -87,6 +87,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private volatile SmbDirectConnection connection;
     private volatile Limits limits;
     private volatile boolean closing;
+    /** The server's message this transport ended at, or {@code null} while it carries on. */
+    private volatile Exception broken;
 
     SmbDirectTransportLayer(SmbjTransportImpl owner, PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers,
             SmbConfig config) {
@@ -154,6 +156,11 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
 
     @Override
     public void write(SMBPacket<?, ?> packet) throws TransportException {
+        Exception fault = broken;
+        if (fault != null) {
+            throw new TransportException("the SMB Direct connection was closed after a faulty message from the server ("
+                    + fault.getMessage() + "): cannot send " + packet, fault);
+        }
         SmbDirectConnection c = connection;
         if (c == null || !c.isOpen()) {
             throw new TransportException("the SMB Direct connection is " + (c == null ? "not open" : "closed"
@@ -397,7 +404,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 Smb2Messages.u64(response, Smb2Messages.MESSAGE_ID), Smb2Messages.i32(response, Smb2Messages.STATUS),
                 response.length);
         LOG.log(System.Logger.Level.ERROR, what);
-        handlers.getReceiver().handleError(new TransportException(what));
+        fault(new TransportException(what));
         return false;
     }
 
@@ -478,6 +485,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
 
     @Override
     public void onMessage(SmbDirectConnection c, ByteBuffer message, OptionalInt invalidatedToken) {
+        if (broken != null) {
+            return; // what arrives after a faulty message is not looked at
+        }
         byte[] received = new byte[message.remaining()];
         message.get(received);
         byte[] bytes = received;
@@ -505,8 +515,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 }
             }
             if (!handlers.getPacketFactory().canHandle(bytes)) {
-                handlers.getReceiver().handleError(new TransportException("the server sent " + bytes.length
-                        + " bytes that are no SMB message"));
+                fault(new TransportException("the server sent " + bytes.length + " bytes that are no SMB message"));
                 return;
             }
             SMBPacketData<?> data = handlers.getPacketFactory().read(bytes);
@@ -516,8 +525,27 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             handlers.getReceiver().handle(data);
         } catch (Exception | LinkageError e) {
             LOG.log(System.Logger.Level.WARNING, "a message from the server could not be handled: " + e, e);
-            handlers.getReceiver().handleError(e);
+            fault(e instanceof Exception ? (Exception) e : new TransportException(e.toString(), e));
         }
+    }
+
+    /**
+     * A message from the server this transport cannot go on after (not SMB, malformed, a bad
+     * signature, data it cannot have moved): the transport stops there, as smbj's TCP transport
+     * stops reading at such a message. Later sends fail saying why, {@link #isConnected()} is
+     * false, the SMB Direct connection ends (and with it every registration), and smbj fails its
+     * waiting requests with the reason, once.
+     */
+    private void fault(Exception e) {
+        if (broken != null) {
+            return;
+        }
+        broken = e;
+        SmbDirectConnection c = connection;
+        if (c != null) {
+            c.closeAsync(); // this is the connection's completion thread: no waiting here
+        }
+        handlers.getReceiver().handleError(e);
     }
 
     /** MS-SMB2 3.2.5.1.5: an interim response (STATUS_PENDING, async) is not the response yet. */
@@ -623,7 +651,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 data.getHeader().getMessage(), messageId, sessionId, data.getHeader().getStatusCode(), bytes.length,
                 signedPrefix(bytes, key));
         LOG.log(System.Logger.Level.ERROR, what);
-        handlers.getReceiver().handleError(new TransportException(what));
+        fault(new TransportException(what));
         return false;
     }
 
@@ -641,7 +669,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     public void onConnectionLost(SmbDirectConnection c, ConnectionLoss loss) {
         releaseAll();
         owner.closed(this);
-        if (!closing) {
+        if (!closing && broken == null) {
             handlers.getReceiver().handleError(new TransportException("the SMB Direct connection to "
                     + c.remoteAddress() + " was lost: " + loss.message()));
         }
@@ -672,7 +700,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     @Override
     public boolean isConnected() {
         SmbDirectConnection c = connection;
-        return c != null && c.isOpen();
+        return broken == null && c != null && c.isOpen();
     }
 
     /** Requests that will get no response any more: their registrations end here. */

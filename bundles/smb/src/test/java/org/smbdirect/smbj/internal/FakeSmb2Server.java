@@ -44,6 +44,8 @@ final class FakeSmb2Server implements AutoCloseable {
     volatile Mode mode = Mode.ANSWER;
     volatile int dialect = 0x0302;
     volatile int maxSize = 8 << 20;
+    /** Changes each READ and WRITE response before it is sent (a faulty or hostile server), when set. */
+    volatile java.util.function.UnaryOperator<ByteBuffer> mangle;
     private final SmbDirectListener listener;
     private final ExecutorService worker = Executors.newSingleThreadExecutor(r -> new Thread(r, "fake-smb2-server"));
 
@@ -126,6 +128,10 @@ final class FakeSmb2Server implements AutoCloseable {
                             .toCompletableFuture().get(30, TimeUnit.SECONDS);
                     response = readResponse(messageId, new byte[0], data.length);
                 }
+            }
+            java.util.function.UnaryOperator<ByteBuffer> m2 = mangle;
+            if (m2 != null) {
+                response = m2.apply(response);
             }
             if (channel == 2) {
                 c.sendAndInvalidate(response, descriptors.get(0).token()).toCompletableFuture().get(30, TimeUnit.SECONDS);

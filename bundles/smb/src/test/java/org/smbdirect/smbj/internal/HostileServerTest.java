@@ -1,0 +1,292 @@
+package org.smbdirect.smbj.internal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.ServiceLoader;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.smbdirect.rdma.RdmaProvider;
+import org.smbdirect.rdma.RdmaProviderFactory;
+import org.smbdirect.smbj.SmbjOptions;
+import org.smbdirect.smbj.SmbjTransport;
+import org.smbdirect.transport.SmbDirect;
+import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectConnection;
+import org.smbdirect.transport.SmbDirectFactory;
+
+import com.hierynomus.mssmb2.SMB2Dialect;
+import com.hierynomus.mssmb2.SMB2FileId;
+import com.hierynomus.mssmb2.messages.SMB2ReadRequest;
+import com.hierynomus.mssmb2.messages.SMB2ReadResponse;
+import com.hierynomus.protocol.transport.TransportException;
+import com.hierynomus.smbj.SMBClient;
+import com.hierynomus.smbj.connection.Connection;
+
+/**
+ * A faulty or hostile server's READ responses, through the RDMA channel: whatever the bytes, the
+ * READ ends (with a response or an exception, never a hang beyond what a missing response means),
+ * no thread dies of an uncaught exception, a connection that ends leaves no registration behind,
+ * and one that stays open still carries a good READ afterwards. The responses are those of
+ * {@link FakeSmb2Server}, changed as a table says and then at random.
+ */
+class HostileServerTest {
+    private static final SMB2FileId FILE = new SMB2FileId(new byte[8], new byte[8]);
+    private static final int LENGTH = 64 * 1024;
+    /** A READ the transport sends as two READs in flight ({@link SplitRead}). */
+    private static final int SPLIT_LENGTH = 8 << 20;
+    /** A faulty READ whose response never comes is given up after this long. */
+    private static final long WAIT_MILLIS = 1_000;
+    /** How long a good READ may take on a busy machine. */
+    private static final long GOOD_WAIT_MILLIS = 20_000;
+
+    // MS-SMB2 2.2.1.2 and 2.2.20: offsets in the READ response
+    private static final int MESSAGE_ID = 24;
+    private static final int STATUS = 8;
+    private static final int FLAGS = 16;
+    private static final int STRUCTURE_SIZE = 64;
+    private static final int DATA_OFFSET = 66;
+    private static final int DATA_LENGTH = 68;
+    private static final int DATA_REMAINING = 72;
+
+    private final List<Throwable> uncaught = Collections.synchronizedList(new ArrayList<>());
+    private Thread.UncaughtExceptionHandler previous;
+    private RdmaProvider provider;
+    private SmbDirect transport;
+    private FakeSmb2Server server;
+    private SMBClient client;
+    private SmbjTransport smbj;
+    private Connection connection;
+    private byte[] content;
+
+    @BeforeEach
+    void start() throws Exception {
+        previous = Thread.getDefaultUncaughtExceptionHandler();
+        Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
+            if (!t.getName().equals("fake-smb2-server")) { // the server's own end of a closed connection
+                uncaught.add(e);
+            }
+        });
+        for (RdmaProviderFactory f : ServiceLoader.load(RdmaProviderFactory.class)) {
+            if (f.type().equals("sim")) {
+                provider = f.create(Map.of("fabric", "hostile-" + UUID.randomUUID())).get(0);
+            }
+        }
+        transport = ServiceLoader.load(SmbDirectFactory.class).findFirst().orElseThrow()
+                .create(List.of(provider), SmbDirectConfig.defaults());
+        server = new FakeSmb2Server(transport, new InetSocketAddress(provider.addresses().get(0), 0));
+        content = new byte[SPLIT_LENGTH];
+        new Random(14).nextBytes(content);
+        server.content = content;
+        smbj = SmbjTransport.create(transport, SmbjOptions.defaults());
+        client = new SMBClient(smbj.configBuilder().withDialects(SMB2Dialect.SMB_3_0_2)
+                .withTimeout(30, TimeUnit.SECONDS).build());
+        connect();
+    }
+
+    private void connect() throws Exception {
+        server.mangle = null;
+        connection = client.connect(server.address().getAddress().getHostAddress(), server.address().getPort());
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        Thread.setDefaultUncaughtExceptionHandler(previous);
+        client.close();
+        server.close();
+        transport.close();
+        provider.close();
+    }
+
+    /** One READ through the RDMA channel: the response, or why there is none. */
+    private Object read() throws Exception {
+        return read(LENGTH, WAIT_MILLIS);
+    }
+
+    private Object read(int length, long waitMillis) throws Exception {
+        SMB2ReadRequest r = new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0, 0, length);
+        try {
+            return connection.<SMB2ReadResponse>send(r).get(waitMillis, TimeUnit.MILLISECONDS);
+        } catch (TransportException e) {
+            return e; // refused at once
+        } catch (ExecutionException e) {
+            return e.getCause();
+        } catch (TimeoutException e) {
+            return e;
+        }
+    }
+
+    private static UnaryOperator<ByteBuffer> putInt(int offset, int value) {
+        return b -> b.duplicate().order(ByteOrder.LITTLE_ENDIAN).putInt(offset, value).position(0);
+    }
+
+    private static UnaryOperator<ByteBuffer> putShort(int offset, int value) {
+        return b -> b.duplicate().order(ByteOrder.LITTLE_ENDIAN).putShort(offset, (short) value).position(0);
+    }
+
+    private static UnaryOperator<ByteBuffer> cut(int length) {
+        return b -> b.duplicate().limit(length).slice();
+    }
+
+    private static UnaryOperator<ByteBuffer> both(UnaryOperator<ByteBuffer> first, UnaryOperator<ByteBuffer> second) {
+        return b -> second.apply(first.apply(b));
+    }
+
+    private static UnaryOperator<ByteBuffer> otherMessageId() {
+        return b -> {
+            ByteBuffer d = b.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            return d.putLong(MESSAGE_ID, d.getLong(MESSAGE_ID) + 1000).position(0);
+        };
+    }
+
+    static Stream<Arguments> faults() {
+        return Stream.of(
+                Arguments.of("an SMB1 protocol id", putInt(0, 0x424d53ff), "SMBv1"),
+                Arguments.of("no protocol id", putInt(0, 0x12345678), "no SMB message"),
+                Arguments.of("cut inside the header", cut(20), "Underflow"),
+                Arguments.of("cut inside the READ response", cut(64 + 4), "Unable to deserialize"),
+                Arguments.of("DataRemaining beyond the buffer", putInt(DATA_REMAINING, LENGTH + 1), "RDMA-wrote"),
+                Arguments.of("DataRemaining negative", putInt(DATA_REMAINING, -1), "RDMA-wrote"),
+                Arguments.of("DataLength beyond the message", putInt(DATA_LENGTH, 4096), "Unable to deserialize"),
+                Arguments.of("DataOffset inside the header", both(cut(81), putShort(DATA_OFFSET, 0)), null),
+                Arguments.of("StructureSize 0", putShort(STRUCTURE_SIZE, 0), null),
+                Arguments.of("another request's message id", otherMessageId(), null),
+                Arguments.of("an interim response (STATUS_PENDING, async) and nothing after it",
+                        both(putInt(STATUS, 0x00000103), putInt(FLAGS, 0x3)), null),
+                Arguments.of("signed without a session", putInt(FLAGS, 0x9), null));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("faults")
+    void faultyReadResponse_endsTheRead_andLosesNothing(String fault, UnaryOperator<ByteBuffer> mangle, String saying)
+            throws Exception {
+        SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
+        try (SMBClient second = new SMBClient(smbj.configBuilder().withDialects(SMB2Dialect.SMB_3_0_2).build())) {
+            // another connection of the same transport, open meanwhile
+            Connection other = second.connect(server.address().getAddress().getHostAddress(), server.address().getPort());
+            server.mangle = mangle;
+            Object outcome = read();
+            check(fault, outcome, saying);
+            afterwards(fault, c, outcome);
+            assertTrue(other.isConnected(), fault + ": the other connection is open");
+            SMB2ReadRequest r = new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0, 0, LENGTH);
+            assertArrayEquals(java.util.Arrays.copyOf(content, LENGTH), other.<SMB2ReadResponse>send(r)
+                    .get(GOOD_WAIT_MILLIS, TimeUnit.MILLISECONDS).getData(), fault + ": the other connection reads");
+        }
+    }
+
+    private void check(String fault, Object outcome, String saying) {
+        if (saying != null) {
+            assertTrue(outcome instanceof Throwable && chain((Throwable) outcome).contains(saying),
+                    fault + ": the READ fails saying \"" + saying + "\", not: " + outcome);
+            // before the READ learns it, the transport has stopped: nothing is sent after such a message
+            assertFalse(connection.isConnected(), fault + ": the transport still takes requests");
+        }
+    }
+
+    /**
+     * Responses with one to four bytes changed at random (fixed seeds): each READ ends, and what
+     * is left is whole. 64 KiB READs, and 8 MiB READs, whose two parts' responses are changed
+     * each in its own way.
+     */
+    @ParameterizedTest(name = "{0} bytes, {1} READs")
+    @CsvSource({"65536, 60", "8388608, 12"})
+    void randomlyChangedReadResponses_endTheRead_andLoseNothing(int length, int reads) throws Exception {
+        Random random = new Random(1414 + length);
+        for (int i = 0; i < reads; i++) {
+            SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
+            long seed = random.nextLong();
+            Random r = new Random(seed);
+            server.mangle = b -> {
+                ByteBuffer d = b.duplicate();
+                for (int n = 1 + r.nextInt(4); n > 0; n--) {
+                    int at = r.nextInt(d.limit());
+                    d.put(at, (byte) (d.get(at) ^ (1 + r.nextInt(255))));
+                }
+                return d.position(0);
+            };
+            afterwards("change " + i + " (seed " + seed + ")", c, read(length, WAIT_MILLIS));
+        }
+    }
+
+    /**
+     * What must hold after a faulty response: no uncaught exception anywhere; a connection that
+     * ended holds no registration; a connection still open (with no READ left waiting) carries a
+     * good READ; otherwise a new connection does.
+     */
+    private void afterwards(String fault, SmbDirectConnection c, Object outcome) throws Exception {
+        assertEquals(List.of(), uncaught, fault + ": uncaught exceptions");
+        server.mangle = null;
+        Connection old = connection;
+        if (outcome instanceof TimeoutException || !connection.isConnected()) {
+            // a READ still waiting keeps its registration until its connection ends
+            connection.close(true);
+            waitUntil(() -> !c.isOpen(), fault + ": the connection ends");
+        }
+        if (!c.isOpen()) {
+            ended(fault, c);
+        }
+        Object good = read(LENGTH, GOOD_WAIT_MILLIS);
+        if (!(good instanceof SMB2ReadResponse) && connection == old) {
+            // smbj may hand the faulty READ its response before the rest of the message fails
+            // (a compounded response cut short), and the READ sent meanwhile fails with it: the
+            // connection ends just after
+            waitUntil(() -> !c.isOpen(), fault + ": the connection ends after " + good);
+            ended(fault, c);
+            good = read(LENGTH, GOOD_WAIT_MILLIS);
+        }
+        if (!(good instanceof SMB2ReadResponse)) {
+            fail(fault + ": the READ after it fails: " + good + " (the faulty one: " + outcome + ")");
+        }
+        assertArrayEquals(java.util.Arrays.copyOf(content, LENGTH), ((SMB2ReadResponse) good).getData(),
+                fault + ": the READ after it");
+        assertEquals(List.of(), uncaught, fault + ": uncaught exceptions");
+    }
+
+    /** The connection ended: it holds no registration, and a new one is made. */
+    private void ended(String fault, SmbDirectConnection c) throws Exception {
+        waitUntil(() -> c.statistics().registrationsLive() == 0,
+                fault + ": no registration left (" + c.statistics().registrationsLive() + ")");
+        connect();
+    }
+
+    private static String chain(Throwable t) {
+        StringBuilder b = new StringBuilder();
+        for (Throwable x = t; x != null; x = x.getCause()) {
+            b.append(x).append(" / ");
+        }
+        return b.toString();
+    }
+
+    private static void waitUntil(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail(what + ": not within 10 s");
+            }
+            Thread.sleep(10);
+        }
+    }
+}
