@@ -46,6 +46,12 @@ class CifsClientTest {
     private static final int WAIT_SECONDS = 180;
     /** MS-ERREF 2.3.1: STATUS_NOT_SUPPORTED. */
     private static final int STATUS_NOT_SUPPORTED = 0xC00000BB;
+    /**
+     * The test whose failed mount oopsed cifs's disconnect work (linux-peers.sh's known teardown
+     * race, a Linux 6.1 cifs bug), or {@code null}: the oops leaves a kernel worker dead, and the
+     * next mount's cifs may answer nothing any more.
+     */
+    private static volatile String cifsOopsedIn;
 
     @Test
     void cifsMountsWithRdma_ipv4_negotiatesCifsValues_smb2NegotiateArrivesIntact() throws Exception {
@@ -138,7 +144,14 @@ class CifsClientTest {
             Guest.Result m = mount.get(WAIT_SECONDS, TimeUnit.SECONDS);
             assertNotEquals(0, m.exit, "the mount cannot succeed without an SMB2 server: " + m.output);
             ConnectionLoss loss = lost.get(WAIT_SECONDS, TimeUnit.SECONDS);
-            assertEquals(TerminationReason.PEER_DISCONNECTED, loss.reason(), "cifs ended the connection: " + loss);
+            if (cifsOopsedIn != null && loss.reason() == TerminationReason.KEEPALIVE_TIMEOUT) {
+                // cifs, crippled by its oops in the test before, neither disconnected nor answered
+                // the engine's keepalive: the engine ended the connection itself (MS-SMBD 3.1.6.2)
+                Guest.record(Guest.transport() + " cifs -> engine over " + family + ": cifs answered nothing after its "
+                        + "oops over " + cifsOopsedIn + "; the engine ended the connection: " + loss);
+            } else {
+                assertEquals(TerminationReason.PEER_DISCONNECTED, loss.reason(), "cifs ended the connection: " + loss);
+            }
             listener.close();
         } finally {
             Guest.peersResult(60, "cifs-umount", mnt.toString());
@@ -147,6 +160,9 @@ class CifsClientTest {
         // what the check let pass as cifs's own known teardown races is recorded too
         String known = dmesg.output.lines().filter(l -> l.startsWith("linux-peers: known"))
                 .collect(java.util.stream.Collectors.joining("; "));
+        if (known.contains("oops in smbd_disconnect_rdma_work")) {
+            cifsOopsedIn = family;
+        }
         Guest.record(Guest.transport() + " kernel log after cifs -> engine over " + family + ": "
                 + (dmesg.exit == 0 ? "no SMB Direct error" + (known.isEmpty() ? "" : " (" + known + ")")
                         : dmesg.output.trim()));
