@@ -41,16 +41,19 @@ import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2FileId;
 import com.hierynomus.mssmb2.messages.SMB2ReadRequest;
 import com.hierynomus.mssmb2.messages.SMB2ReadResponse;
+import com.hierynomus.mssmb2.messages.SMB2WriteRequest;
+import com.hierynomus.mssmb2.messages.SMB2WriteResponse;
 import com.hierynomus.protocol.transport.TransportException;
 import com.hierynomus.smbj.SMBClient;
 import com.hierynomus.smbj.connection.Connection;
+import com.hierynomus.smbj.io.ArrayByteChunkProvider;
 
 /**
- * A faulty or hostile server's READ responses, through the RDMA channel: whatever the bytes, the
- * READ ends (with a response or an exception, never a hang beyond what a missing response means),
- * no thread dies of an uncaught exception, a connection that ends leaves no registration behind,
- * and one that stays open still carries a good READ afterwards. The responses are those of
- * {@link FakeSmb2Server}, changed as a table says and then at random.
+ * A faulty or hostile server's READ and WRITE responses, through the RDMA channel: whatever the
+ * bytes, the request ends (with a response or an exception, never a hang beyond what a missing
+ * response means), no thread dies of an uncaught exception, a connection that ends leaves no
+ * registration behind, and one that stays open still carries a good READ afterwards. The responses
+ * are those of {@link FakeSmb2Server}, changed as a table says and then at random.
  */
 class HostileServerTest {
     private static final SMB2FileId FILE = new SMB2FileId(new byte[8], new byte[8]);
@@ -197,25 +200,28 @@ class HostileServerTest {
         }
     }
 
-    private void check(String fault, Object outcome, String saying) {
+    private void check(String fault, Object outcome, String saying) throws Exception {
         if (saying != null) {
             assertTrue(outcome instanceof Throwable && chain((Throwable) outcome).contains(saying),
                     fault + ": the READ fails saying \"" + saying + "\", not: " + outcome);
             // before the READ learns it, the transport has stopped: nothing is sent after such a message
             assertFalse(connection.isConnected(), fault + ": the transport still takes requests");
+            Object next = read();
+            assertTrue(next instanceof TransportException && chain((Throwable) next).contains("faulty message from the "
+                    + "server"), fault + ": a request after it is refused at once, saying why, not: " + next);
         }
     }
 
     /**
-     * Responses with one to four bytes changed at random (fixed seeds): each READ ends, and what
-     * is left is whole. 64 KiB READs, and 8 MiB READs, whose two parts' responses are changed
-     * each in its own way.
+     * Responses with one to four bytes changed at random (fixed seeds): each request ends, and
+     * what is left is whole. 64 KiB READs; 8 MiB READs, whose two parts' responses are changed
+     * each in its own way; 64 KiB WRITEs (of the bytes the file has, so that it stays as it is).
      */
-    @ParameterizedTest(name = "{0} bytes, {1} READs")
-    @CsvSource({"65536, 60", "8388608, 12"})
-    void randomlyChangedReadResponses_endTheRead_andLoseNothing(int length, int reads) throws Exception {
-        Random random = new Random(1414 + length);
-        for (int i = 0; i < reads; i++) {
+    @ParameterizedTest(name = "{0} of {1} bytes, {2} times")
+    @CsvSource({"READ, 65536, 60", "READ, 8388608, 12", "WRITE, 65536, 30"})
+    void randomlyChangedResponses_endTheRequest_andLoseNothing(String command, int length, int count) throws Exception {
+        Random random = new Random(1414 + length + command.hashCode());
+        for (int i = 0; i < count; i++) {
             SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
             long seed = random.nextLong();
             Random r = new Random(seed);
@@ -227,7 +233,23 @@ class HostileServerTest {
                 }
                 return d.position(0);
             };
-            afterwards("change " + i + " (seed " + seed + ")", c, read(length, WAIT_MILLIS));
+            Object outcome = command.equals("READ") ? read(length, WAIT_MILLIS) : write(length);
+            afterwards(command + " change " + i + " (seed " + seed + ")", c, outcome);
+        }
+    }
+
+    /** One WRITE through the RDMA channel of the file's first bytes: the response, or why there is none. */
+    private Object write(int length) throws Exception {
+        SMB2WriteRequest w = new SMB2WriteRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0,
+                new ArrayByteChunkProvider(java.util.Arrays.copyOf(content, length), 0), length);
+        try {
+            return connection.<SMB2WriteResponse>send(w).get(WAIT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (TransportException e) {
+            return e;
+        } catch (ExecutionException e) {
+            return e.getCause();
+        } catch (TimeoutException e) {
+            return e;
         }
     }
 
