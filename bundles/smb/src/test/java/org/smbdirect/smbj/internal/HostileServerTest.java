@@ -6,16 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
-import java.util.ServiceLoader;
-import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -28,14 +24,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.smbdirect.rdma.RdmaProvider;
-import org.smbdirect.rdma.RdmaProviderFactory;
 import org.smbdirect.smbj.SmbjOptions;
 import org.smbdirect.smbj.SmbjTransport;
-import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
-import org.smbdirect.transport.SmbDirectFactory;
 
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2FileId;
@@ -76,10 +68,8 @@ class HostileServerTest {
 
     private final List<Throwable> uncaught = Collections.synchronizedList(new ArrayList<>());
     private Thread.UncaughtExceptionHandler previous;
-    private RdmaProvider provider;
-    private SmbDirect transport;
+    private SmbjOverSim sim;
     private FakeSmb2Server server;
-    private SMBClient client;
     private SmbjTransport smbj;
     private Connection connection;
     private byte[] content;
@@ -92,35 +82,24 @@ class HostileServerTest {
                 uncaught.add(e);
             }
         });
-        for (RdmaProviderFactory f : ServiceLoader.load(RdmaProviderFactory.class)) {
-            if (f.type().equals("sim")) {
-                provider = f.create(Map.of("fabric", "hostile-" + UUID.randomUUID())).get(0);
-            }
-        }
-        transport = ServiceLoader.load(SmbDirectFactory.class).findFirst().orElseThrow()
-                .create(List.of(provider), SmbDirectConfig.defaults());
-        server = new FakeSmb2Server(transport, new InetSocketAddress(provider.addresses().get(0), 0));
+        sim = new SmbjOverSim(SMB2Dialect.SMB_3_0_2, SmbjOptions.defaults(), SmbDirectConfig.defaults());
+        server = sim.server;
+        smbj = sim.smbj;
         content = new byte[SPLIT_LENGTH];
         new Random(14).nextBytes(content);
         server.content = content;
-        smbj = SmbjTransport.create(transport, SmbjOptions.defaults());
-        client = new SMBClient(smbj.configBuilder().withDialects(SMB2Dialect.SMB_3_0_2)
-                .withTimeout(30, TimeUnit.SECONDS).build());
         connect();
     }
 
     private void connect() throws Exception {
         server.mangle = null;
-        connection = client.connect(server.address().getAddress().getHostAddress(), server.address().getPort());
+        connection = sim.connect();
     }
 
     @AfterEach
     void stop() throws Exception {
         Thread.setDefaultUncaughtExceptionHandler(previous);
-        client.close();
-        server.close();
-        transport.close();
-        provider.close();
+        sim.close();
     }
 
     /** One READ through the RDMA channel: the response, or why there is none. */

@@ -7,28 +7,20 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
-import java.util.ServiceLoader;
-import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.smbdirect.rdma.RdmaProvider;
-import org.smbdirect.rdma.RdmaProviderFactory;
 import org.smbdirect.smbj.RdmaChannelStatistics;
 import org.smbdirect.smbj.SmbjOptions;
 import org.smbdirect.smbj.SmbjTransport;
-import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
-import org.smbdirect.transport.SmbDirectFactory;
 
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2FileId;
@@ -37,7 +29,6 @@ import com.hierynomus.mssmb2.messages.SMB2ReadResponse;
 import com.hierynomus.mssmb2.messages.SMB2WriteRequest;
 import com.hierynomus.mssmb2.messages.SMB2WriteResponse;
 import com.hierynomus.protocol.transport.TransportException;
-import com.hierynomus.smbj.SMBClient;
 import com.hierynomus.smbj.connection.Connection;
 import com.hierynomus.smbj.io.ArrayByteChunkProvider;
 
@@ -53,25 +44,16 @@ class RdmaChannelTest {
     private static final SMB2FileId FILE = new SMB2FileId(new byte[] {1, 2, 3, 4, 5, 6, 7, 8},
             new byte[] {9, 10, 11, 12, 13, 14, 15, 16});
 
-    private RdmaProvider provider;
-    private SmbDirect transport;
+    private SmbjOverSim sim;
     private FakeSmb2Server server;
-    private SMBClient client;
     private SmbjTransport smbj;
     private Connection connection;
 
     private void start(SMB2Dialect dialect, SmbjOptions options, SmbDirectConfig config) throws Exception {
-        for (RdmaProviderFactory f : ServiceLoader.load(RdmaProviderFactory.class)) {
-            if (f.type().equals("sim")) {
-                provider = f.create(Map.of("fabric", "smbj-" + UUID.randomUUID())).get(0);
-            }
-        }
-        transport = ServiceLoader.load(SmbDirectFactory.class).findFirst().orElseThrow().create(List.of(provider), config);
-        server = new FakeSmb2Server(transport, new InetSocketAddress(provider.addresses().get(0), 0));
-        server.dialect = dialect.getValue();
-        smbj = SmbjTransport.create(transport, options);
-        client = new SMBClient(smbj.configBuilder().withDialects(dialect).withTimeout(30, TimeUnit.SECONDS).build());
-        connection = client.connect(server.address().getAddress().getHostAddress(), server.address().getPort());
+        sim = new SmbjOverSim(dialect, options, config);
+        server = sim.server;
+        smbj = sim.smbj;
+        connection = sim.connect();
     }
 
     private void start(SMB2Dialect dialect) throws Exception {
@@ -80,17 +62,8 @@ class RdmaChannelTest {
 
     @AfterEach
     void stop() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-        if (server != null) {
-            server.close();
-        }
-        if (transport != null) {
-            transport.close();
-        }
-        if (provider != null) {
-            provider.close();
+        if (sim != null) {
+            sim.close();
         }
     }
 
