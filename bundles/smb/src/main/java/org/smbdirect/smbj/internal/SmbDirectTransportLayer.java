@@ -501,7 +501,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             bytes = java.util.Arrays.copyOf(received, errorLength);
         }
         try {
-            if (Smb2Messages.isSmb2(bytes)) {
+            if (Smb2Messages.isSmb2(bytes) && Smb2Messages.i32(bytes, Smb2Messages.NEXT_COMMAND) != 0) {
+                compounded(bytes, invalidatedToken);
+            } else if (Smb2Messages.isSmb2(bytes)) {
                 long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
                 PendingRequest p = pending.get(messageId);
                 if (p != null && p.split != null) {
@@ -546,6 +548,45 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             c.closeAsync(); // this is the connection's completion thread: no waiting here
         }
         handlers.getReceiver().handleError(e);
+    }
+
+    /**
+     * MS-SMB2 3.2.5.1.9: a compounded response (a server may compound responses to requests that
+     * were not, 3.3.4.1.3). Each of its responses that answers an RDMA-channel request ends that
+     * request here, as a response of its own would, so that smbj, which splits the chain itself,
+     * finds each READ's data; a Send with Invalidate invalidated at most one of their
+     * registrations, and the others are invalidated locally.
+     *
+     * @throws IllegalStateException for a chain that leaves its message, or that carries part of
+     *         a READ this transport split (the parts' responses cannot be merged inside a chain)
+     */
+    private void compounded(byte[] chain, OptionalInt invalidatedToken) {
+        for (int at = 0;;) {
+            int next = Smb2Messages.i32(chain, at + Smb2Messages.NEXT_COMMAND);
+            int end = next == 0 ? chain.length : at + next;
+            if (next < 0 || (next != 0 && next < Smb2Messages.HEADER_SIZE) || end > chain.length
+                    || end - at < Smb2Messages.HEADER_SIZE) {
+                throw new IllegalStateException("a compounded response's NextCommand " + next + " at offset " + at
+                        + " leaves the message of " + chain.length + " bytes (MS-SMB2 3.2.5.1.9)");
+            }
+            long messageId = Smb2Messages.u64(chain, at + Smb2Messages.MESSAGE_ID);
+            PendingRequest p = pending.get(messageId);
+            if (p != null) {
+                byte[] response = java.util.Arrays.copyOfRange(chain, at, end);
+                if (p.split != null) {
+                    throw new IllegalStateException("a compounded response carries the response to part of a READ "
+                            + "the transport split (message id " + messageId + "); it cannot be merged for smbj");
+                }
+                if (!interim(response)) {
+                    pending.remove(messageId);
+                    complete(messageId, p, response, invalidatedToken);
+                }
+            }
+            if (next == 0) {
+                return;
+            }
+            at = end;
+        }
     }
 
     /** MS-SMB2 3.2.5.1.5: an interim response (STATUS_PENDING, async) is not the response yet. */

@@ -46,6 +46,13 @@ final class FakeSmb2Server implements AutoCloseable {
     volatile int maxSize = 8 << 20;
     /** Changes each READ and WRITE response before it is sent (a faulty or hostile server), when set. */
     volatile java.util.function.UnaryOperator<ByteBuffer> mangle;
+    /**
+     * Sends READ and WRITE responses two at a time, compounded into one message (MS-SMB2
+     * 3.3.4.1.3: a server may compound responses to requests that were not), without invalidating.
+     */
+    volatile boolean compound;
+    /** The response waiting for a second to be compounded with; worker thread only. */
+    private ByteBuffer held;
     private final SmbDirectListener listener;
     private final ExecutorService worker = Executors.newSingleThreadExecutor(r -> new Thread(r, "fake-smb2-server"));
 
@@ -133,6 +140,15 @@ final class FakeSmb2Server implements AutoCloseable {
             if (m2 != null) {
                 response = m2.apply(response);
             }
+            if (compound) {
+                if (held == null) {
+                    held = response;
+                } else {
+                    c.sendAndWait(compounded(held, response), java.time.Duration.ofSeconds(10));
+                    held = null;
+                }
+                return;
+            }
             if (channel == 2) {
                 c.sendAndInvalidate(response, descriptors.get(0).token()).toCompletableFuture().get(30, TimeUnit.SECONDS);
             } else {
@@ -174,6 +190,15 @@ final class FakeSmb2Server implements AutoCloseable {
         b.put(new byte[16]).putInt(0x4).putInt(maxSize).putInt(maxSize).putInt(maxSize);
         b.putLong(133_000_000_000_000_000L).putLong(0).putShort((short) 128).putShort((short) 0).putInt(0);
         return b.position(0);
+    }
+
+    /** MS-SMB2 3.3.4.1.3: the first response padded to 8 bytes, its NextCommand pointing at the second. */
+    private static ByteBuffer compounded(ByteBuffer first, ByteBuffer second) {
+        int padded = (first.remaining() + 7) & ~7;
+        ByteBuffer b = ByteBuffer.allocate(padded + second.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+        b.put(first.duplicate()).position(padded);
+        b.put(second.duplicate());
+        return b.putInt(20, padded).position(0);
     }
 
     /** MS-SMB2 2.2.22. */

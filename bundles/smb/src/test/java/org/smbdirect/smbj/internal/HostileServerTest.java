@@ -61,6 +61,7 @@ class HostileServerTest {
     private static final int MESSAGE_ID = 24;
     private static final int STATUS = 8;
     private static final int FLAGS = 16;
+    private static final int NEXT_COMMAND = 20;
     private static final int STRUCTURE_SIZE = 64;
     private static final int DATA_OFFSET = 66;
     private static final int DATA_LENGTH = 68;
@@ -157,7 +158,9 @@ class HostileServerTest {
                 Arguments.of("another request's message id", otherMessageId(), null),
                 Arguments.of("an interim response (STATUS_PENDING, async) and nothing after it",
                         both(putInt(STATUS, 0x00000103), putInt(FLAGS, 0x3)), null),
-                Arguments.of("signed without a session", putInt(FLAGS, 0x9), null));
+                Arguments.of("signed without a session", putInt(FLAGS, 0x9), null),
+                Arguments.of("NextCommand beyond the message", putInt(NEXT_COMMAND, 4096), "leaves the message"),
+                Arguments.of("NextCommand inside the header", putInt(NEXT_COMMAND, 8), "leaves the message"));
     }
 
     @ParameterizedTest(name = "{0}")

@@ -231,6 +231,49 @@ class RdmaChannelTest {
         assertEquals(1, smbj.statistics().localInvalidations(), "an error response invalidates nothing remotely");
     }
 
+    /**
+     * MS-SMB2 3.2.5.1.9: two READ responses compounded into one message, neither invalidating:
+     * each READ gets its own data, and both registrations end (locally).
+     */
+    @Test
+    void compoundedReadResponses_eachReadGetsItsData() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        byte[] data = random(128 * 1024, 9);
+        server.content = data;
+        server.compound = true;
+        SMB2Dialect d = connection.getNegotiatedProtocol().getDialect();
+        java.util.concurrent.Future<SMB2ReadResponse> first = connection.send(new SMB2ReadRequest(d, FILE, 0, 0, 0, 65536));
+        java.util.concurrent.Future<SMB2ReadResponse> second = connection.send(
+                new SMB2ReadRequest(d, FILE, 0, 0, 65536, 65536));
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 0, 65536), first.get(30, TimeUnit.SECONDS).getData());
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 65536, 131072), second.get(30, TimeUnit.SECONDS).getData());
+        assertEquals(2, smbj.statistics().rdmaReads(), "both through the channel");
+        assertEquals(0, direct().statistics().registrationsLive(), "no registration left");
+        assertEquals(2, smbj.statistics().localInvalidations(), "the server invalidated neither");
+    }
+
+    /**
+     * The two parts of a split READ compounded into one message: the transport cannot merge them
+     * inside a chain, so the READ fails saying so and the connection ends, leaving nothing
+     * registered, where smbj would otherwise have been handed the parts as they are.
+     */
+    @Test
+    void compoundedPartsOfASplitRead_failClearly_andLeaveNothingRegistered() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        server.content = random(8 * MIB, 10);
+        server.compound = true;
+        SmbDirectConnection c = direct();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> read(0, 8 * MIB));
+        assertTrue(String.valueOf(e.getCause()).contains("cannot be merged"), String.valueOf(e.getCause()));
+        assertFalse(connection.isConnected());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (c.isOpen() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertFalse(c.isOpen(), "the SMB Direct connection ends");
+        assertEquals(0, c.statistics().registrationsLive(), "no registration left");
+    }
+
     @Test
     void serverGoneMidRequest_failsTheRequest_andLeavesNothingRegistered() throws Exception {
         start(SMB2Dialect.SMB_3_0_2);
