@@ -562,10 +562,14 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
      */
     private void compounded(byte[] chain, OptionalInt invalidatedToken) {
         for (int at = 0;;) {
+            if (chain.length - at < Smb2Messages.HEADER_SIZE) {
+                throw new IllegalStateException("a compounded response's NextCommand points at offset " + at
+                        + ", which leaves the message of " + chain.length + " bytes no room for a header "
+                        + "(MS-SMB2 3.2.5.1.9)");
+            }
             int next = Smb2Messages.i32(chain, at + Smb2Messages.NEXT_COMMAND);
             int end = next == 0 ? chain.length : at + next;
-            if (next < 0 || (next != 0 && next < Smb2Messages.HEADER_SIZE) || end > chain.length
-                    || end - at < Smb2Messages.HEADER_SIZE) {
+            if (next < 0 || (next != 0 && next < Smb2Messages.HEADER_SIZE) || end > chain.length) {
                 throw new IllegalStateException("a compounded response's NextCommand " + next + " at offset " + at
                         + " leaves the message of " + chain.length + " bytes (MS-SMB2 3.2.5.1.9)");
             }

@@ -160,7 +160,8 @@ class HostileServerTest {
                         both(putInt(STATUS, 0x00000103), putInt(FLAGS, 0x3)), null),
                 Arguments.of("signed without a session", putInt(FLAGS, 0x9), null),
                 Arguments.of("NextCommand beyond the message", putInt(NEXT_COMMAND, 4096), "leaves the message"),
-                Arguments.of("NextCommand inside the header", putInt(NEXT_COMMAND, 8), "leaves the message"));
+                Arguments.of("NextCommand inside the header", putInt(NEXT_COMMAND, 8), "leaves the message"),
+                Arguments.of("NextCommand at the last byte", putInt(NEXT_COMMAND, 80), "leaves the message"));
     }
 
     @ParameterizedTest(name = "{0}")
