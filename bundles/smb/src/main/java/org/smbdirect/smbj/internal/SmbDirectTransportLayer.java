@@ -501,19 +501,18 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             bytes = java.util.Arrays.copyOf(received, errorLength);
         }
         try {
-            if (Smb2Messages.isSmb2(bytes) && Smb2Messages.i32(bytes, Smb2Messages.NEXT_COMMAND) != 0) {
-                compounded(bytes, invalidatedToken);
-            } else if (Smb2Messages.isSmb2(bytes)) {
+            if (Smb2Messages.isSmb2(bytes)) {
                 long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
                 PendingRequest p = pending.get(messageId);
-                if (p != null && p.split != null) {
+                if (Smb2Messages.i32(bytes, Smb2Messages.NEXT_COMMAND) != 0) {
+                    compounded(bytes, invalidatedToken);
+                } else if (p != null && p.split != null) {
                     bytes = partArrived(p, bytes, invalidatedToken);
                     if (bytes == null) {
                         return;
                     }
-                } else if (p != null && !interim(bytes)) {
-                    pending.remove(messageId);
-                    complete(messageId, p, bytes, invalidatedToken);
+                } else if (p != null) {
+                    answered(messageId, p, bytes, invalidatedToken);
                 }
             }
             if (!handlers.getPacketFactory().canHandle(bytes)) {
@@ -575,21 +574,25 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             }
             long messageId = Smb2Messages.u64(chain, at + Smb2Messages.MESSAGE_ID);
             PendingRequest p = pending.get(messageId);
+            if (p != null && p.split != null) {
+                throw new IllegalStateException("a compounded response carries the response to part of a READ "
+                        + "the transport split (message id " + messageId + "); it cannot be merged for smbj");
+            }
             if (p != null) {
-                byte[] response = java.util.Arrays.copyOfRange(chain, at, end);
-                if (p.split != null) {
-                    throw new IllegalStateException("a compounded response carries the response to part of a READ "
-                            + "the transport split (message id " + messageId + "); it cannot be merged for smbj");
-                }
-                if (!interim(response)) {
-                    pending.remove(messageId);
-                    complete(messageId, p, response, invalidatedToken);
-                }
+                answered(messageId, p, java.util.Arrays.copyOfRange(chain, at, end), invalidatedToken);
             }
             if (next == 0) {
                 return;
             }
             at = end;
+        }
+    }
+
+    /** A response to an RDMA-channel request of its own (not a part): it ends the request, unless interim. */
+    private void answered(long messageId, PendingRequest p, byte[] response, OptionalInt invalidatedToken) {
+        if (!interim(response)) {
+            pending.remove(messageId);
+            complete(messageId, p, response, invalidatedToken);
         }
     }
 

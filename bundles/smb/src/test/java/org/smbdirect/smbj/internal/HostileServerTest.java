@@ -31,10 +31,10 @@ import org.smbdirect.transport.SmbDirectConnection;
 
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2FileId;
+import com.hierynomus.mssmb2.SMB2Packet;
 import com.hierynomus.mssmb2.messages.SMB2ReadRequest;
 import com.hierynomus.mssmb2.messages.SMB2ReadResponse;
 import com.hierynomus.mssmb2.messages.SMB2WriteRequest;
-import com.hierynomus.mssmb2.messages.SMB2WriteResponse;
 import com.hierynomus.protocol.transport.TransportException;
 import com.hierynomus.smbj.SMBClient;
 import com.hierynomus.smbj.connection.Connection;
@@ -109,9 +109,13 @@ class HostileServerTest {
     }
 
     private Object read(int length, long waitMillis) throws Exception {
-        SMB2ReadRequest r = new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0, 0, length);
+        return outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0, 0, length), waitMillis);
+    }
+
+    /** What became of a request: its response, or the exception that ended it, or the wait given up. */
+    private Object outcome(SMB2Packet request, long waitMillis) throws Exception {
         try {
-            return connection.<SMB2ReadResponse>send(r).get(waitMillis, TimeUnit.MILLISECONDS);
+            return connection.send(request).get(waitMillis, TimeUnit.MILLISECONDS);
         } catch (TransportException e) {
             return e; // refused at once
         } catch (ExecutionException e) {
@@ -223,17 +227,8 @@ class HostileServerTest {
 
     /** One WRITE through the RDMA channel of the file's first bytes: the response, or why there is none. */
     private Object write(int length) throws Exception {
-        SMB2WriteRequest w = new SMB2WriteRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0,
-                new ArrayByteChunkProvider(java.util.Arrays.copyOf(content, length), 0), length);
-        try {
-            return connection.<SMB2WriteResponse>send(w).get(WAIT_MILLIS, TimeUnit.MILLISECONDS);
-        } catch (TransportException e) {
-            return e;
-        } catch (ExecutionException e) {
-            return e.getCause();
-        } catch (TimeoutException e) {
-            return e;
-        }
+        return outcome(new SMB2WriteRequest(SMB2Dialect.SMB_3_0_2, FILE, 0, 0,
+                new ArrayByteChunkProvider(java.util.Arrays.copyOf(content, length), 0), length), WAIT_MILLIS);
     }
 
     /**
@@ -248,7 +243,7 @@ class HostileServerTest {
         if (outcome instanceof TimeoutException || !connection.isConnected()) {
             // a READ still waiting keeps its registration until its connection ends
             connection.close(true);
-            waitUntil(() -> !c.isOpen(), fault + ": the connection ends");
+            SmbjOverSim.waitUntil(() -> !c.isOpen(), fault + ": the connection ends");
         }
         if (!c.isOpen()) {
             ended(fault, c);
@@ -258,7 +253,7 @@ class HostileServerTest {
             // smbj may hand the faulty READ its response before the rest of the message fails
             // (a compounded response cut short), and the READ sent meanwhile fails with it: the
             // connection ends just after
-            waitUntil(() -> !c.isOpen(), fault + ": the connection ends after " + good);
+            SmbjOverSim.waitUntil(() -> !c.isOpen(), fault + ": the connection ends after " + good);
             ended(fault, c);
             good = read(LENGTH, GOOD_WAIT_MILLIS);
         }
@@ -272,7 +267,7 @@ class HostileServerTest {
 
     /** The connection ended: it holds no registration, and a new one is made. */
     private void ended(String fault, SmbDirectConnection c) throws Exception {
-        waitUntil(() -> c.statistics().registrationsLive() == 0,
+        SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 0,
                 fault + ": no registration left (" + c.statistics().registrationsLive() + ")");
         connect();
     }
@@ -283,15 +278,5 @@ class HostileServerTest {
             b.append(x).append(" / ");
         }
         return b.toString();
-    }
-
-    private static void waitUntil(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                fail(what + ": not within 10 s");
-            }
-            Thread.sleep(10);
-        }
     }
 }

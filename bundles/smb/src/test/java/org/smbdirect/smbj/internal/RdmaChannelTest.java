@@ -266,11 +266,7 @@ class RdmaChannelTest {
         ExecutionException e = assertThrows(ExecutionException.class, () -> read(0, 8 * MIB));
         assertTrue(String.valueOf(e.getCause()).contains("cannot be merged"), String.valueOf(e.getCause()));
         assertFalse(connection.isConnected());
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (c.isOpen() && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
-        assertFalse(c.isOpen(), "the SMB Direct connection ends");
+        SmbjOverSim.waitUntil(() -> !c.isOpen(), "the SMB Direct connection ends");
         assertEquals(0, c.statistics().registrationsLive(), "no registration left");
     }
 

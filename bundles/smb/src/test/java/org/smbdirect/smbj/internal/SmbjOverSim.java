@@ -54,4 +54,15 @@ final class SmbjOverSim implements AutoCloseable {
         transport.close();
         provider.close();
     }
+
+    /** Waits up to 10 s for a condition that follows from what the test did, failing with {@code what}. */
+    static void waitUntil(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                org.junit.jupiter.api.Assertions.fail(what + ": not within 10 s");
+            }
+            Thread.sleep(10);
+        }
+    }
 }
