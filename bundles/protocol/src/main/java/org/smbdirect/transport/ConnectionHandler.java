@@ -19,7 +19,9 @@ import org.osgi.annotation.versioning.ConsumerType;
  * and only this connection waits. A handler that never blocks can say so ({@link #nonBlocking()},
  * or wrap it with {@link #nonBlocking(ConnectionHandler)}): its connection's completions are then
  * processed, and its calls made, on whichever thread takes them, often the RDMA provider's
- * completion thread, which saves a hand-over between threads (a wake-up) per message each way.
+ * completion thread, which saves a hand-over between threads (a wake-up) per message each way; when
+ * they arrive while a thread of the upper layer is inside a send or an RDMA operation on the
+ * connection, that thread may process them before the call returns.
  */
 @ConsumerType
 public interface ConnectionHandler {
@@ -50,9 +52,10 @@ public interface ConnectionHandler {
      * Whether this handler never blocks: its calls return without waiting for anything (no lock
      * held for long, no I/O, no blocking call of the transport such as {@link
      * SmbDirectConnection#sendAndWait}, which is refused there). Then the connection's work runs on
-     * the thread that takes its completions, a provider's thread shared with other connections,
-     * and so do the completions of its sends and RDMA operations, with whatever the upper layer
-     * chained to them: those must not block either. A handler that blocks all the same is noticed
+     * the thread that takes its completions, a provider's thread shared with other connections (or
+     * on a thread sending on the connection, when they arrive during its send), and so do the
+     * completions of its sends and RDMA operations, with whatever the upper layer chained to them:
+     * those must not block either. A handler that blocks all the same is noticed
      * within about 100 ms; its connection goes back to the engine's threads, with a warning. Until
      * it returns, though, it holds the provider's thread, and with it the completions of the
      * provider's other connections.

@@ -12,7 +12,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * instead of handing it over and waking the loop: {@link #tryRunHere} (a caller's own request, such
  * as a send) and {@link #runInline} (the whole step, on the thread that took a completion
  * notification). Either is refused on a thread that is already inside an actor's step, so that one
- * connection's rules never run while another's hold the thread.
+ * connection's rules never run while another's hold the thread. An actor that {@linkplain
+ * #takesOverFromCaller takes over from its callers} has the whole step run by a caller whose work
+ * outlasted a completion thread's wait (a completion that arrived during a long post), rather than
+ * wake the loop for it.
  */
 abstract class Actor implements Runnable {
     /** Rounds of {@link #process()} one {@link #runInline} call does at most before it hands over. */
@@ -22,7 +25,8 @@ abstract class Actor implements Runnable {
 
     /**
      * How long {@link #runInline} waits for a caller's {@link #tryRunHere} to finish before it
-     * leaves the work to the loop. A send's rules take microseconds, but the caller's post wakes a
+     * leaves the work to the loop (or to the caller, when the actor {@linkplain #takesOverFromCaller
+     * takes over from its callers}). A send's rules take microseconds, but the caller's post wakes a
      * provider thread, which on a busy machine may take the caller's processor: the waiting thread
      * yields rather than spins, and 5 us was measured too short (most completions went to the loop).
      */
@@ -79,13 +83,25 @@ abstract class Actor implements Runnable {
         }
         InlineRuns.Run r = enter();
         callerRunning = true;
+        boolean served = false;
         try {
             work.run();
         } finally {
             callerRunning = false;
-            r.leave();
-            if (signals.decrementAndGet() != 0) {
-                loop.submit(this);
+            try {
+                // signalled meanwhile (a completion during the post, typically): this thread holds
+                // the actor, so it can do the step now instead of waking the loop for it
+                int seen = signals.get();
+                if (seen != 1 && takesOverFromCaller()) {
+                    signals.addAndGet(1 - seen);
+                    served = true;
+                    rounds();
+                }
+            } finally {
+                r.leave();
+                if (!served && signals.decrementAndGet() != 0) {
+                    loop.submit(this);
+                }
             }
         }
         return true;
@@ -109,6 +125,20 @@ abstract class Actor implements Runnable {
         }
         InlineRuns.Run r = enter();
         try {
+            rounds();
+        } finally {
+            r.leave();
+        }
+        return true;
+    }
+
+    /**
+     * The step, on a thread that holds the actor (signals at 1: the ones seen so far are served),
+     * and again while it is signalled meanwhile, at most {@link #INLINE_ROUNDS} times; then lets
+     * the actor go, to the loop if it was signalled since.
+     */
+    private void rounds() {
+        try {
             process();
             for (int round = 1; round < INLINE_ROUNDS; round++) {
                 int seen = signals.get();
@@ -119,12 +149,10 @@ abstract class Actor implements Runnable {
                 process();
             }
         } finally {
-            r.leave();
             if (signals.decrementAndGet() != 0) {
                 loop.submit(this);
             }
         }
-        return true;
     }
 
     /**
@@ -183,6 +211,18 @@ abstract class Actor implements Runnable {
      */
     boolean staysInline() {
         return true;
+    }
+
+    /**
+     * Whether a caller of {@link #tryRunHere} does the whole step when the actor was signalled
+     * during its work (and a {@link #runInline} gave up waiting for it), rather than hand the step
+     * to the loop and wake it. Only for an actor whose step may run on any thread that is not inside
+     * another step.
+     *
+     * @return {@code false} by default
+     */
+    boolean takesOverFromCaller() {
+        return false;
     }
 
     /**

@@ -60,7 +60,10 @@ import org.smbdirect.transport.TerminationReason;
  * work and signal it, so they never block and never run another connection's rules. One shortcut:
  * a send from an upper-layer thread runs the sending rules itself when the connection is idle
  * ({@link Actor#tryRunHere}), so that a message with credits to go is posted without waking the
- * engine thread. Completions, deliveries and every upper-layer callback stay on the engine thread.
+ * engine thread. Completions, deliveries and every upper-layer callback stay on the engine thread,
+ * unless the handler never blocks ({@link ConnectionHandler#nonBlocking()}): then the whole step runs
+ * on the thread that took the completion notification, or on the sending thread when the
+ * notification came during a post too long to wait for ({@link Actor#takesOverFromCaller}).
  */
 final class Connection extends Actor implements ConnectionListener, Terminator {
     private static final System.Logger LOG = System.getLogger(Connection.class.getName());
@@ -795,6 +798,17 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
     /** Whether the connection's steps run where its completions are taken. */
     @Override
     boolean staysInline() {
+        return inline;
+    }
+
+    /**
+     * Whether a sending thread does the step that completions notified during its post need, when
+     * the completion thread gave up waiting for it (on Soft-RoCE the kernel completes a send inside
+     * the post's system call, which outlasts that wait): with a handler that never blocks, where the
+     * completion thread would have done it, and without waking the engine thread.
+     */
+    @Override
+    boolean takesOverFromCaller() {
         return inline;
     }
 

@@ -1,11 +1,9 @@
 package org.smbdirect.protocol.internal;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
-import java.util.Collections;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 
 import org.smbdirect.rdma.MemoryRegion;
 import org.smbdirect.transport.BufferDescriptorV1;
@@ -25,8 +23,9 @@ final class RegisteredBufferImpl implements RegisteredBuffer {
     private final long length;
     /** Every region, in descriptor order. */
     private final List<MemoryRegion> regions;
-    /** Regions not yet deregistered. */
-    private final Set<MemoryRegion> live;
+    /** Which of {@link #regions} are not yet deregistered (an array: a READ's registration is one region). */
+    private final boolean[] live;
+    private int liveCount;
     /** Remote access ended for at least one region: invalidated, deregistered, or connection lost. */
     private volatile boolean revoked;
     /** Whether the buffer is counted in the connection's live registrations; cleared exactly once. */
@@ -38,14 +37,17 @@ final class RegisteredBufferImpl implements RegisteredBuffer {
         this.registrations = registrations;
         this.access = access;
         this.regions = List.copyOf(regions);
-        this.live = new LinkedHashSet<>(regions);
-        List<BufferDescriptorV1> d = new ArrayList<>(regions.size());
+        this.live = new boolean[regions.size()];
+        Arrays.fill(live, true);
+        this.liveCount = live.length;
+        BufferDescriptorV1[] d = new BufferDescriptorV1[regions.size()];
         long total = 0;
-        for (MemoryRegion r : regions) {
-            d.add(new BufferDescriptorV1(r.remoteOffset(), r.token(), r.length()));
+        for (int i = 0; i < d.length; i++) {
+            MemoryRegion r = this.regions.get(i);
+            d[i] = new BufferDescriptorV1(r.remoteOffset(), r.token(), r.length());
             total += r.length();
         }
-        this.descriptors = Collections.unmodifiableList(d);
+        this.descriptors = List.of(d);
         this.length = total;
     }
 
@@ -86,17 +88,22 @@ final class RegisteredBufferImpl implements RegisteredBuffer {
      */
     synchronized List<MemoryRegion> take(Collection<MemoryRegion> which) {
         revoked = true;
-        List<MemoryRegion> out = new ArrayList<>();
-        for (MemoryRegion r : which == null ? new ArrayList<>(live) : which) {
-            if (live.remove(r)) {
-                out.add(r);
+        if (liveCount == 0) {
+            return List.of();
+        }
+        List<MemoryRegion> out = new ArrayList<>(which == null ? liveCount : which.size());
+        for (int i = 0; i < live.length; i++) {
+            if (live[i] && (which == null || which.contains(regions.get(i)))) {
+                live[i] = false;
+                liveCount--;
+                out.add(regions.get(i));
             }
         }
         return out;
     }
 
     synchronized boolean fullyDeregistered() {
-        return live.isEmpty();
+        return liveCount == 0;
     }
 
     /** Marks the buffer counted in the connection's live registrations. */

@@ -43,6 +43,7 @@ class ActorTest {
         volatile CountDownLatch hold;
         volatile CountDownLatch entered = new CountDownLatch(1);
         volatile boolean inline = true;
+        volatile boolean takesOver;
         final AtomicInteger signalAgain = new AtomicInteger();
 
         Recording() {
@@ -70,6 +71,11 @@ class ActorTest {
         @Override
         boolean staysInline() {
             return inline;
+        }
+
+        @Override
+        boolean takesOverFromCaller() {
+            return takesOver;
         }
 
         void awaitSteps(int n) throws InterruptedException {
@@ -155,6 +161,85 @@ class ActorTest {
             a.awaitSteps(1);
             assertNotSame(completion, a.steps.get(0));
         }
+        assertEquals(0, a.overlaps.get());
+    }
+
+    @Test
+    void tryRunHere_signalledDuringTheWork_actorTakingOver_theCallerRunsTheStepBeforeItReturns() throws Exception {
+        Recording a = new Recording();
+        a.takesOver = true;
+        AtomicBoolean ran = new AtomicBoolean();
+        List<Thread> stepsWhenReturned = new CopyOnWriteArrayList<>();
+        Thread caller = new Thread(() -> {
+            ran.set(a.tryRunHere(a::signal)); // a completion notified during the caller's post
+            stepsWhenReturned.addAll(a.steps);
+        }, "caller");
+        caller.start();
+        caller.join();
+        assertTrue(ran.get());
+        assertEquals(List.of(caller), stepsWhenReturned, "the step ran on the caller, before tryRunHere returned");
+        a.signal(); // the actor is free again: the next signal goes to the loop
+        a.awaitSteps(2);
+        assertNotSame(caller, a.steps.get(1));
+        assertEquals(0, a.overlaps.get());
+    }
+
+    @Test
+    void tryRunHere_signalledDuringTheWork_actorNotTakingOver_leavesTheStepToTheLoop() throws Exception {
+        Recording a = new Recording();
+        Thread caller = new Thread(() -> assertTrue(a.tryRunHere(a::signal)), "caller");
+        caller.start();
+        caller.join();
+        a.awaitSteps(1);
+        assertNotSame(caller, a.steps.get(0));
+        assertEquals(1, a.steps.size());
+    }
+
+    @Test
+    void tryRunHere_takingOver_signalledAgainAndAgain_runsTheRoundLimitHere_thenTheLoopTakesTheRest()
+            throws Exception {
+        Recording a = new Recording();
+        a.takesOver = true;
+        a.signalAgain.set(Actor.INLINE_ROUNDS + 2);
+        Thread caller = new Thread(() -> assertTrue(a.tryRunHere(a::signal)), "caller");
+        caller.start();
+        caller.join();
+        a.awaitSteps(Actor.INLINE_ROUNDS + 3);
+        for (int i = 0; i < Actor.INLINE_ROUNDS; i++) {
+            assertSame(caller, a.steps.get(i), "round " + i);
+        }
+        for (int i = Actor.INLINE_ROUNDS; i < a.steps.size(); i++) {
+            assertNotSame(caller, a.steps.get(i), "step " + i + " is the loop's");
+        }
+        assertEquals(0, a.overlaps.get());
+    }
+
+    @Test
+    void runInline_whileACallerThatTakesOverRunsItsWorkTooLong_givesUp_andTheCallerRunsTheStep() throws Exception {
+        Recording a = new Recording();
+        a.takesOver = true;
+        CountDownLatch callerIn = new CountDownLatch(1);
+        CountDownLatch callerGo = new CountDownLatch(1);
+        Thread caller = new Thread(() -> assertTrue(a.tryRunHere(() -> {
+            callerIn.countDown();
+            await(callerGo);
+        })), "caller");
+        caller.start();
+        await(callerIn);
+        AtomicBoolean inlined = new AtomicBoolean(true);
+        Thread completion = new Thread(() -> {
+            inlined.set(a.runInline());
+            if (!inlined.get()) {
+                a.signal(); // what a refused completion thread does
+            }
+        }, "completion");
+        completion.start();
+        completion.join(); // gives up after its brief wait, while the caller still holds the actor
+        assertFalse(inlined.get());
+        assertTrue(a.steps.isEmpty());
+        callerGo.countDown();
+        caller.join();
+        assertEquals(List.of(caller), a.steps);
         assertEquals(0, a.overlaps.get());
     }
 
