@@ -187,9 +187,11 @@ class ActorTest {
     @Test
     void tryRunHere_signalledDuringTheWork_actorNotTakingOver_leavesTheStepToTheLoop() throws Exception {
         Recording a = new Recording();
-        Thread caller = new Thread(() -> assertTrue(a.tryRunHere(a::signal)), "caller");
+        AtomicBoolean ran = new AtomicBoolean();
+        Thread caller = new Thread(() -> ran.set(a.tryRunHere(a::signal)), "caller");
         caller.start();
         caller.join();
+        assertTrue(ran.get());
         a.awaitSteps(1);
         assertNotSame(caller, a.steps.get(0));
         assertEquals(1, a.steps.size());
@@ -201,9 +203,11 @@ class ActorTest {
         Recording a = new Recording();
         a.takesOver = true;
         a.signalAgain.set(Actor.INLINE_ROUNDS + 2);
-        Thread caller = new Thread(() -> assertTrue(a.tryRunHere(a::signal)), "caller");
+        AtomicBoolean ran = new AtomicBoolean();
+        Thread caller = new Thread(() -> ran.set(a.tryRunHere(a::signal)), "caller");
         caller.start();
         caller.join();
+        assertTrue(ran.get());
         a.awaitSteps(Actor.INLINE_ROUNDS + 3);
         for (int i = 0; i < Actor.INLINE_ROUNDS; i++) {
             assertSame(caller, a.steps.get(i), "round " + i);
@@ -220,7 +224,8 @@ class ActorTest {
         a.takesOver = true;
         CountDownLatch callerIn = new CountDownLatch(1);
         CountDownLatch callerGo = new CountDownLatch(1);
-        Thread caller = new Thread(() -> assertTrue(a.tryRunHere(() -> {
+        AtomicBoolean ran = new AtomicBoolean();
+        Thread caller = new Thread(() -> ran.set(a.tryRunHere(() -> {
             callerIn.countDown();
             await(callerGo);
         })), "caller");
@@ -239,6 +244,7 @@ class ActorTest {
         assertTrue(a.steps.isEmpty());
         callerGo.countDown();
         caller.join();
+        assertTrue(ran.get());
         assertEquals(List.of(caller), a.steps);
         assertEquals(0, a.overlaps.get());
     }
