@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -17,6 +18,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
+
+import javax.crypto.SecretKey;
+import javax.crypto.spec.SecretKeySpec;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -37,8 +41,12 @@ import com.hierynomus.mssmb2.messages.SMB2ReadResponse;
 import com.hierynomus.mssmb2.messages.SMB2WriteRequest;
 import com.hierynomus.protocol.transport.TransportException;
 import com.hierynomus.smbj.SMBClient;
+import com.hierynomus.security.SecurityException;
+import com.hierynomus.security.bc.BCSecurityProvider;
 import com.hierynomus.smbj.connection.Connection;
+import com.hierynomus.smbj.connection.SessionTable;
 import com.hierynomus.smbj.io.ArrayByteChunkProvider;
+import com.hierynomus.smbj.session.Session;
 
 /**
  * A faulty or hostile server's READ and WRITE responses, through the RDMA channel: whatever the
@@ -56,6 +64,8 @@ class HostileServerTest {
     private static final long WAIT_MILLIS = 1_000;
     /** How long a good READ may take on a busy machine. */
     private static final long GOOD_WAIT_MILLIS = 20_000;
+    /** The session of the signed responses. */
+    private static final long SESSION = 0x4001;
 
     // MS-SMB2 2.2.1.2 and 2.2.20: offsets in the READ response
     private static final int MESSAGE_ID = 24;
@@ -197,6 +207,66 @@ class HostileServerTest {
             assertTrue(next instanceof TransportException && chain((Throwable) next).contains("faulty message from the "
                     + "server"), fault + ": a request after it is refused at once, saying why, not: " + next);
         }
+    }
+
+    /**
+     * MS-SMB2 3.2.5.1.3: a signed response to a READ of a session smbj has is taken when its
+     * signature verifies, and ends the transport, saying so, when it does not (smbj alone would drop
+     * it and leave the READ waiting for its timeout). The 8 MiB READ travels as two parts, each
+     * checked here with the session's key and merged into one response signed again for smbj.
+     */
+    @ParameterizedTest(name = "READ of {0} bytes")
+    @CsvSource({"65536", "8388608"})
+    void signedResponse_verifiedIsTaken_badSignatureEndsTheTransportSayingSo(int length) throws Exception {
+        SecretKey key = session(SESSION);
+        server.mangle = signed(key, false);
+        Object good = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, length), GOOD_WAIT_MILLIS);
+        assertTrue(good instanceof SMB2ReadResponse, "a READ whose response verifies: " + good);
+        assertArrayEquals(java.util.Arrays.copyOf(content, length), ((SMB2ReadResponse) good).getData());
+        assertEquals(0, smbj.statistics().signatureFailures());
+
+        SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
+        server.mangle = signed(key, true);
+        Object bad = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, length), WAIT_MILLIS);
+        check("a bad signature", bad, "failed signature verification (MS-SMB2 3.2.5.1.3)");
+        assertEquals(1, smbj.statistics().signatureFailures());
+        afterwards("a bad signature", c, bad);
+    }
+
+    /**
+     * A session smbj has, with a signing key, as if SESSION_SETUP had made it (the fake server
+     * authenticates nobody): what the transport and smbj look signed responses up in.
+     */
+    private SecretKey session(long id) throws Exception {
+        byte[] k = new byte[16];
+        new Random(id).nextBytes(k);
+        SecretKey key = new SecretKeySpec(k, "AESCMAC");
+        Session session = new Session(connection, null, null, null, null, null, null);
+        session.setSessionId(id);
+        session.getSessionContext().setSigningKey(key);
+        Method register = SessionTable.class.getDeclaredMethod("registerSession", Long.class, Session.class);
+        register.setAccessible(true);
+        register.invoke(SmbjInternals.sessionTable(connection), id, session);
+        return key;
+    }
+
+    /** The response of the session {@link #SESSION}, signed with the key; with one bit of the signature wrong if asked. */
+    private static UnaryOperator<ByteBuffer> signed(SecretKey key, boolean wrong) {
+        Smb2Signing signing = new Smb2Signing(new BCSecurityProvider());
+        return b -> {
+            byte[] m = new byte[b.remaining()];
+            b.duplicate().get(m);
+            ByteBuffer.wrap(m).order(ByteOrder.LITTLE_ENDIAN).putLong(Smb2Messages.SESSION_ID, SESSION);
+            try {
+                signing.sign(m, key);
+            } catch (SecurityException e) {
+                throw new IllegalStateException(e);
+            }
+            if (wrong) {
+                m[Smb2Messages.SIGNATURE + 5] ^= 0x10;
+            }
+            return ByteBuffer.wrap(m);
+        };
     }
 
     /**
