@@ -87,6 +87,21 @@ class ActorTest {
         }
     }
 
+    /**
+     * A thread in {@link Actor#tryRunHere} whose work holds the actor until {@code go} opens;
+     * returns once it holds it. What {@code tryRunHere} returned goes to {@code ran}.
+     */
+    private static Thread callerHolding(Recording a, CountDownLatch go, AtomicBoolean ran) {
+        CountDownLatch in = new CountDownLatch(1);
+        Thread caller = new Thread(() -> ran.set(a.tryRunHere(() -> {
+            in.countDown();
+            await(go);
+        })), "caller");
+        caller.start();
+        await(in);
+        return caller;
+    }
+
     private static void await(CountDownLatch l) {
         try {
             assertTrue(l.await(10, TimeUnit.SECONDS));
@@ -136,15 +151,9 @@ class ActorTest {
     @Test
     void runInline_whileACallerRunsItsWork_waitsBriefly_thenRunsTheStepOrLeavesItToTheLoop() throws Exception {
         Recording a = new Recording();
-        CountDownLatch callerIn = new CountDownLatch(1);
         CountDownLatch callerGo = new CountDownLatch(1);
         AtomicBoolean ran = new AtomicBoolean();
-        Thread caller = new Thread(() -> ran.set(a.tryRunHere(() -> {
-            callerIn.countDown();
-            await(callerGo);
-        })), "caller");
-        caller.start();
-        await(callerIn);
+        Thread caller = callerHolding(a, callerGo, ran);
         AtomicBoolean inlined = new AtomicBoolean();
         Thread completion = new Thread(() -> inlined.set(a.runInline()), "completion");
         completion.start();
@@ -222,15 +231,9 @@ class ActorTest {
     void runInline_whileACallerThatTakesOverRunsItsWorkTooLong_givesUp_andTheCallerRunsTheStep() throws Exception {
         Recording a = new Recording();
         a.takesOver = true;
-        CountDownLatch callerIn = new CountDownLatch(1);
         CountDownLatch callerGo = new CountDownLatch(1);
         AtomicBoolean ran = new AtomicBoolean();
-        Thread caller = new Thread(() -> ran.set(a.tryRunHere(() -> {
-            callerIn.countDown();
-            await(callerGo);
-        })), "caller");
-        caller.start();
-        await(callerIn);
+        Thread caller = callerHolding(a, callerGo, ran);
         AtomicBoolean inlined = new AtomicBoolean(true);
         Thread completion = new Thread(() -> {
             inlined.set(a.runInline());
