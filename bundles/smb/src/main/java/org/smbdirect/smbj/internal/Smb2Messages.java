@@ -28,6 +28,7 @@ final class Smb2Messages {
     static final int SMB2_FLAGS_ASYNC_COMMAND = 0x2;
     static final int SMB2_FLAGS_SIGNED = 0x8;
     static final int STATUS_PENDING = 0x103;
+    static final int STATUS_USER_SESSION_DELETED = 0xC0000203;
     static final int COMMAND_SESSION_SETUP = 0x1;
     static final int COMMAND_READ = 0x8;
     static final int COMMAND_WRITE = 0x9;

@@ -208,6 +208,9 @@ public final class SmbCopyCommand {
                 if (s == NtStatus.STATUS_OBJECT_PATH_NOT_FOUND || s == NtStatus.STATUS_OBJECT_NAME_INVALID) {
                     return "path '" + o.path + "' not usable on //" + o.server + "/" + o.share + " (" + s + ")";
                 }
+                if (s == NtStatus.STATUS_USER_SESSION_DELETED) {
+                    return o.server + " ended the session (" + s + "): the server is stopping, or logged the session off";
+                }
                 if (s == NtStatus.STATUS_ACCESS_DENIED) {
                     return "access to //" + o.server + "/" + o.share + "/" + o.path + " denied (" + s + ")";
                 }

@@ -61,7 +61,9 @@ import com.hierynomus.smbj.session.Session;
  * invalidates it (MS-SMBD 3.1.4.4); a READ's data is handed to smbj with the response;</li>
  * <li>signed responses are verified here too (MS-SMB2 3.2.5.1.3), so that one with a bad
  * signature ends the connection with an exception saying so, where smbj alone would drop it and
- * leave the caller waiting for its timeout.</li>
+ * leave the caller waiting for its timeout; an answer STATUS_USER_SESSION_DELETED, which the
+ * server cannot sign, is taken unverified and signed here for smbj, so the caller gets that
+ * status at once.</li>
  * </ul>
  */
 final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, ConnectionHandler {
@@ -395,7 +397,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     /** A part's response is checked here: smbj never sees it (MS-SMB2 3.2.5.1.3). */
     private boolean partSignatureVerified(byte[] response, SecretKey key) throws SecurityException {
         if ((Smb2Messages.i32(response, Smb2Messages.FLAGS) & Smb2Messages.SMB2_FLAGS_SIGNED) == 0 || key == null
-                || signing.verify(response, key)) {
+                || sessionDeleted(response) || signing.verify(response, key)) {
             return true;
         }
         statistics.signatureFailures.incrementAndGet();
@@ -520,8 +522,12 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 return;
             }
             SMBPacketData<?> data = handlers.getPacketFactory().read(bytes);
-            if (data instanceof SMB2PacketData && !signatureVerified((SMB2PacketData) data, bytes)) {
-                return;
+            if (data instanceof SMB2PacketData) {
+                if (sessionDeleted(bytes)) {
+                    data = passOnSessionDeleted((SMB2PacketData) data, bytes);
+                } else if (!signatureVerified((SMB2PacketData) data, bytes)) {
+                    return;
+                }
             }
             handlers.getReceiver().handle(data);
         } catch (Exception | LinkageError e) {
@@ -678,14 +684,10 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
      * exception that says so.
      */
     private boolean signatureVerified(SMB2PacketData data, byte[] bytes) throws SecurityException {
-        int flags = Smb2Messages.i32(bytes, Smb2Messages.FLAGS);
-        long sessionId = Smb2Messages.u64(bytes, Smb2Messages.SESSION_ID);
-        if ((flags & Smb2Messages.SMB2_FLAGS_SIGNED) == 0 || sessionId == 0 || smbj == null
-                || Smb2Messages.u16(bytes, Smb2Messages.COMMAND) == Smb2Messages.COMMAND_SESSION_SETUP
-                || Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID) == -1L
-                || Smb2Messages.i32(bytes, Smb2Messages.NEXT_COMMAND) != 0) {
+        if (!verifiedHere(bytes)) {
             return true;
         }
+        long sessionId = Smb2Messages.u64(bytes, Smb2Messages.SESSION_ID);
         Session session = session(sessionId);
         SecretKey key = session == null ? null : session.getSigningKey(data.getHeader(), false);
         if (key == null || signing.verify(bytes, key)) {
@@ -701,6 +703,50 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         LOG.log(System.Logger.Level.ERROR, what);
         fault(new TransportException(what));
         return false;
+    }
+
+    /** Whether this transport checks the response's signature (the responses smbj checks, whole). */
+    private boolean verifiedHere(byte[] bytes) {
+        return (Smb2Messages.i32(bytes, Smb2Messages.FLAGS) & Smb2Messages.SMB2_FLAGS_SIGNED) != 0
+                && Smb2Messages.u64(bytes, Smb2Messages.SESSION_ID) != 0 && smbj != null
+                && Smb2Messages.u16(bytes, Smb2Messages.COMMAND) != Smb2Messages.COMMAND_SESSION_SETUP
+                && Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID) != -1L
+                && Smb2Messages.i32(bytes, Smb2Messages.NEXT_COMMAND) == 0;
+    }
+
+    /**
+     * STATUS_USER_SESSION_DELETED: the server has no session for the request (MS-SMB2 3.3.5.2.4,
+     * 3.3.5.2.9), so it has no key to sign its answer with. ksmbd flags that answer signed all the
+     * same, with a signature of zeros (it does so for every request on a connection it is tearing
+     * down, as when it stops); Windows and Samba clients take it without verifying it and pass the
+     * status on. Its signature is not checked here.
+     */
+    private static boolean sessionDeleted(byte[] response) {
+        return response.length >= Smb2Messages.HEADER_SIZE
+                && Smb2Messages.i32(response, Smb2Messages.STATUS) == Smb2Messages.STATUS_USER_SESSION_DELETED;
+    }
+
+    /**
+     * A {@link #sessionDeleted} response flagged signed is signed here with the session's key, as
+     * the merged response of a split READ is, because smbj would drop it as badly signed and leave
+     * the request waiting for its timeout: the caller gets STATUS_USER_SESSION_DELETED at once.
+     * The status carries no data; a forged one fails one request, as a dropped message would.
+     */
+    private SMBPacketData<?> passOnSessionDeleted(SMB2PacketData data, byte[] bytes) throws Exception {
+        long sessionId = Smb2Messages.u64(bytes, Smb2Messages.SESSION_ID);
+        LOG.log(System.Logger.Level.INFO, () -> String.format("the server answered %s (message id %d) with "
+                + "STATUS_USER_SESSION_DELETED: session %x is gone there", data.getHeader().getMessage(),
+                data.getHeader().getMessageId(), sessionId));
+        if (!verifiedHere(bytes)) {
+            return data;
+        }
+        Session session = session(sessionId);
+        SecretKey key = session == null ? null : session.getSigningKey(data.getHeader(), false);
+        if (key == null) {
+            return data;
+        }
+        signing.sign(bytes, key);
+        return handlers.getPacketFactory().read(bytes);
     }
 
     /** Diagnosis for the message: a server that signed fewer bytes than it sent. */

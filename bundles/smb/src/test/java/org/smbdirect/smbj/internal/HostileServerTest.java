@@ -33,6 +33,7 @@ import org.smbdirect.smbj.SmbjTransport;
 import org.smbdirect.transport.SmbDirectConfig;
 import org.smbdirect.transport.SmbDirectConnection;
 
+import com.hierynomus.mserref.NtStatus;
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2FileId;
 import com.hierynomus.mssmb2.SMB2Packet;
@@ -231,6 +232,47 @@ class HostileServerTest {
         check("a bad signature", bad, "failed signature verification (MS-SMB2 3.2.5.1.3)");
         assertEquals(1, smbj.statistics().signatureFailures());
         afterwards("a bad signature", c, bad);
+    }
+
+    /**
+     * MS-SMB2 3.3.5.2.9: a server with no session for the request answers
+     * STATUS_USER_SESSION_DELETED, and cannot sign it; ksmbd flags it signed with a signature of
+     * zeros when it tears a connection down (as when it stops). The READ gets that status at once
+     * (smbj alone would drop the answer as badly signed), nothing is counted as a signature
+     * failure, the READ's registration ends, and the connection carries on.
+     */
+    @ParameterizedTest(name = "READ of {0} bytes")
+    @CsvSource({"65536", "8388608"})
+    void sessionDeleted_flaggedSignedWithoutSignature_theReadGetsTheStatus(int length) throws Exception {
+        session(SESSION);
+        SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
+        server.mangle = sessionDeleted();
+        Object outcome = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, length),
+                GOOD_WAIT_MILLIS);
+        assertTrue(outcome instanceof SMB2Packet, "the READ is answered: " + outcome);
+        assertEquals(NtStatus.STATUS_USER_SESSION_DELETED.getValue(), ((SMB2Packet) outcome).getHeader().getStatusCode());
+        assertEquals(0, smbj.statistics().signatureFailures());
+        assertTrue(connection.isConnected(), "the transport still takes requests");
+        SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 0,
+                "the READ's registration ended (" + c.statistics().registrationsLive() + ")");
+        afterwards("STATUS_USER_SESSION_DELETED", c, outcome);
+        assertTrue(c.isOpen(), "the good READ after it went over the same connection");
+    }
+
+    /** The response turned into ksmbd's answer for a session it no longer has (2.2.2: an error response of 73 bytes). */
+    private static UnaryOperator<ByteBuffer> sessionDeleted() {
+        return b -> {
+            ByteBuffer m = ByteBuffer.allocate(Smb2Messages.HEADER_SIZE + 9).order(ByteOrder.LITTLE_ENDIAN);
+            m.put(b.duplicate().limit(Smb2Messages.HEADER_SIZE));
+            m.putInt(STATUS, (int) NtStatus.STATUS_USER_SESSION_DELETED.getValue());
+            m.putInt(FLAGS, m.getInt(FLAGS) | Smb2Messages.SMB2_FLAGS_SIGNED);
+            m.putLong(Smb2Messages.SESSION_ID, SESSION);
+            for (int i = 0; i < Smb2Messages.SIGNATURE_SIZE; i++) {
+                m.put(Smb2Messages.SIGNATURE + i, (byte) 0);
+            }
+            m.putShort(Smb2Messages.HEADER_SIZE, (short) 9); // StructureSize; the rest, and ErrorData's byte, 0
+            return m.position(0);
+        };
     }
 
     /**

@@ -80,6 +80,8 @@ class SmbCopyCommandTest {
                 SmbCopyCommand.explain(new SMBRuntimeException(api(NtStatus.STATUS_LOGON_FAILURE)), o));
         assertEquals("share 'data' not found on srv (STATUS_BAD_NETWORK_NAME)",
                 SmbCopyCommand.explain(api(NtStatus.STATUS_BAD_NETWORK_NAME), o));
+        assertEquals("srv ended the session (STATUS_USER_SESSION_DELETED): the server is stopping, or logged the "
+                + "session off", SmbCopyCommand.explain(new SMBRuntimeException(api(NtStatus.STATUS_USER_SESSION_DELETED)), o));
         String noServer = "no SMB Direct connection to 10.0.0.9:445 over verbs/rxe0: refused. Does the server have SMB Direct";
         assertEquals(noServer, SmbCopyCommand.explain(new IOException(noServer), o));
         String lost = "the SMB Direct connection to /10.0.0.9:445 was lost: the peer disconnected";
