@@ -85,6 +85,14 @@ class ActorTest {
             }
             assertTrue(steps.size() >= n, "steps " + steps.size() + " of " + n);
         }
+
+        /** Signals the idle actor: its loop, not {@code thread}, runs the step. */
+        void nextSignalGoesToTheLoop(Thread thread) throws InterruptedException {
+            int before = steps.size();
+            signal();
+            awaitSteps(before + 1);
+            assertNotSame(thread, steps.get(before));
+        }
     }
 
     /**
@@ -166,9 +174,7 @@ class ActorTest {
             assertEquals(List.of(completion), a.steps);
         } else {
             // it gave up waiting: then its step is not lost, the signal it made brings the loop
-            a.signal();
-            a.awaitSteps(1);
-            assertNotSame(completion, a.steps.get(0));
+            a.nextSignalGoesToTheLoop(completion);
         }
         assertEquals(0, a.overlaps.get());
     }
@@ -187,9 +193,7 @@ class ActorTest {
         caller.join();
         assertTrue(ran.get());
         assertEquals(List.of(caller), stepsWhenReturned, "the step ran on the caller, before tryRunHere returned");
-        a.signal(); // the actor is free again: the next signal goes to the loop
-        a.awaitSteps(2);
-        assertNotSame(caller, a.steps.get(1));
+        a.nextSignalGoesToTheLoop(caller); // the actor is free again
         assertEquals(0, a.overlaps.get());
     }
 

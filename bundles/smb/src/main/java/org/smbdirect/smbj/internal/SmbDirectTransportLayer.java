@@ -503,6 +503,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             bytes = java.util.Arrays.copyOf(received, errorLength);
         }
         try {
+            boolean merged = false; // a split READ's response, made here from parts checked one by one
             if (Smb2Messages.isSmb2(bytes)) {
                 long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
                 PendingRequest p = pending.get(messageId);
@@ -513,6 +514,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                     if (bytes == null) {
                         return;
                     }
+                    merged = true;
                 } else if (p != null) {
                     answered(messageId, p, bytes, invalidatedToken);
                 }
@@ -522,7 +524,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 return;
             }
             SMBPacketData<?> data = handlers.getPacketFactory().read(bytes);
-            if (data instanceof SMB2PacketData) {
+            if (data instanceof SMB2PacketData && !merged) {
                 if (sessionDeleted(bytes)) {
                     data = passOnSessionDeleted((SMB2PacketData) data, bytes);
                 } else if (!signatureVerified((SMB2PacketData) data, bytes)) {
