@@ -25,6 +25,7 @@ import org.smbdirect.transport.RemoteAccess;
 import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConnection;
 import org.smbdirect.transport.SmbDirectException;
+import org.smbdirect.transport.TerminationReason;
 
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2Packet;
@@ -165,8 +166,11 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
         SmbDirectConnection c = connection;
         if (c == null || !c.isOpen()) {
-            throw new TransportException("the SMB Direct connection is " + (c == null ? "not open" : "closed"
-                    + c.loss().map(l -> " (" + l.message() + ")").orElse("")) + ": cannot send " + packet);
+            // a loss smbj has not heard of yet reads as the loss, as it does for a request in flight
+            ConnectionLoss loss = c == null ? null : c.loss().filter(l -> l.reason() != TerminationReason.LOCAL_CLOSE)
+                    .orElse(null);
+            throw loss != null ? lost(c, loss, packet) : new TransportException("the SMB Direct connection is "
+                    + (c == null ? "not open" : "closed") + ": cannot send " + packet);
         }
         if (packet instanceof SMB2Packet) {
             SMB2Packet inner = ((SMB2Packet) packet).getPacket();
@@ -411,8 +415,14 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     }
 
     private static TransportException lost(SmbDirectConnection c, ConnectionLostException e, SMBPacket<?, ?> packet) {
+        TransportException t = lost(c, e.loss(), packet);
+        t.initCause(e);
+        return t;
+    }
+
+    private static TransportException lost(SmbDirectConnection c, ConnectionLoss loss, SMBPacket<?, ?> packet) {
         return new TransportException("the SMB Direct connection to " + c.remoteAddress() + " was lost: "
-                + e.loss().message() + "; " + packet + " was not sent", e);
+                + loss.message() + "; " + packet + " was not sent");
     }
 
     /** smbj's session of that id, or {@code null} when it has none (yet, or any more). */

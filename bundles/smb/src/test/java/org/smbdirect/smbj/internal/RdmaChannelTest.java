@@ -24,12 +24,22 @@ import org.smbdirect.transport.SmbDirectConnection;
 
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2FileId;
+import com.hierynomus.mssmb2.SMB2PacketFactory;
+import com.hierynomus.mssmb2.messages.SMB2Echo;
 import com.hierynomus.mssmb2.messages.SMB2ReadRequest;
 import com.hierynomus.mssmb2.messages.SMB2ReadResponse;
 import com.hierynomus.mssmb2.messages.SMB2WriteRequest;
 import com.hierynomus.mssmb2.messages.SMB2WriteResponse;
+import com.hierynomus.protocol.transport.PacketFactory;
+import com.hierynomus.protocol.transport.PacketHandlers;
+import com.hierynomus.protocol.transport.PacketReceiver;
 import com.hierynomus.protocol.transport.TransportException;
+import com.hierynomus.protocol.transport.TransportLayer;
+import com.hierynomus.smb.SMBPacket;
+import com.hierynomus.smb.SMBPacketData;
+import com.hierynomus.smbj.SmbConfig;
 import com.hierynomus.smbj.connection.Connection;
+import com.hierynomus.smbj.connection.SMBPacketSerializer;
 import com.hierynomus.smbj.io.ArrayByteChunkProvider;
 
 /**
@@ -291,6 +301,56 @@ class RdmaChannelTest {
             }
         }
         return reads;
+    }
+
+    /**
+     * smbj may send its next request before it hears of a loss (the next WRITE of a file, as ksmbd
+     * stops on iWARP): that send fails saying the connection was lost, and why, as a request in
+     * flight does.
+     */
+    @Test
+    void sendAfterTheServerDisconnected_failsSayingTheConnectionWasLost() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        List<Throwable> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        TransportLayer<SMBPacket<?, ?>> layer = bareTransportLayer(errors);
+        server.mode = FakeSmb2Server.Mode.DISCONNECT;
+        layer.write(new SMB2Echo(SMB2Dialect.SMB_3_0_2)); // the server closes at this request
+        SmbjOverSim.waitUntil(() -> !layer.isConnected(), "the transport sees the server's disconnect");
+        TransportException e = assertThrows(TransportException.class, () -> layer.write(new SMB2Echo(SMB2Dialect.SMB_3_0_2)));
+        assertTrue(e.getMessage().startsWith("the SMB Direct connection to " + server.address() + " was lost: "
+                + "the peer disconnected"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("was not sent"), e.getMessage());
+        assertEquals(1, errors.size(), "the receiver heard of the loss once: " + errors);
+    }
+
+    @Test
+    void sendAfterDisconnect_failsSayingTheConnectionIsClosed() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        List<Throwable> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        TransportLayer<SMBPacket<?, ?>> layer = bareTransportLayer(errors);
+        layer.disconnect();
+        TransportException e = assertThrows(TransportException.class, () -> layer.write(new SMB2Echo(SMB2Dialect.SMB_3_0_2)));
+        assertTrue(e.getMessage().startsWith("the SMB Direct connection is closed: cannot send"), e.getMessage());
+        assertEquals(List.of(), errors, "a disconnect asked for is no error");
+    }
+
+    /** The transport without smbj's {@code Connection} on top, connected to the server: errors go to {@code errors}. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private TransportLayer<SMBPacket<?, ?>> bareTransportLayer(List<Throwable> errors) throws Exception {
+        PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers = new PacketHandlers<>(new SMBPacketSerializer(),
+                new PacketReceiver<SMBPacketData<?>>() {
+                    @Override
+                    public void handle(SMBPacketData<?> packet) {
+                    }
+
+                    @Override
+                    public void handleError(Throwable t) {
+                        errors.add(t);
+                    }
+                }, (PacketFactory) new SMB2PacketFactory());
+        TransportLayer<SMBPacket<?, ?>> layer = smbj.createTransportLayer(handlers, SmbConfig.createDefaultConfig());
+        layer.connect(server.address());
+        return layer;
     }
 
     @Test
