@@ -23,6 +23,8 @@
 #                                             mount with rdma,nodfs,vers=3.0 (unless OPTIONS name
 #                                             another vers=) and the user of ksmbd-start
 #                                             (LINUX_PEERS_USER/_PASS override)
+#   linux-peers.sh cifs-mount-tcp //IP/share MOUNTPOINT [EXTRA,OPTIONS]
+#                                             the same over TCP (port 445), without rdma
 #   linux-peers.sh cifs-umount MOUNTPOINT
 #   linux-peers.sh cifs-debugdata             print /proc/fs/cifs/DebugData (SMB Direct parameters
 #                                             of mounted RDMA sessions)
@@ -142,7 +144,15 @@ lp_ksmbd_share_remove() {
   lp_log "share $name removed, configuration reloaded"
 }
 
-lp_cifs_mount() {
+lp_cifs_mount() { lp_cifs_mount_over rdma "$@"; }
+
+# the same share over TCP (port 445): the control for what the RDMA transport changes
+lp_cifs_mount_tcp() { lp_cifs_mount_over tcp "$@"; }
+
+lp_cifs_mount_over() {
+  local rdma=
+  [ "$1" = rdma ] && rdma=rdma,
+  shift
   local unc=${1:?usage: cifs-mount //IP/share MOUNTPOINT [options]} mnt=${2:?mount point}
   local extra=${3:-}
   local user pass
@@ -154,7 +164,7 @@ lp_cifs_mount() {
   local vers=vers=3.0,
   case ",$extra," in *,vers=*) vers=;; esac
   mount -t cifs "$unc" "$mnt" \
-    -o "rdma,nodfs,${vers}username=$user,password=$pass,noperm${extra:+,$extra}"
+    -o "${rdma}nodfs,${vers}username=$user,password=$pass,noperm${extra:+,$extra}"
 }
 
 lp_cifs_umount() { umount "${1:?usage: cifs-umount MOUNTPOINT}"; }
@@ -265,6 +275,7 @@ linux_peers() {
     ksmbd-stop) lp_ksmbd_stop;;
     ksmbd-share-remove) lp_ksmbd_share_remove "$@";;
     cifs-mount) lp_cifs_mount "$@";;
+    cifs-mount-tcp) lp_cifs_mount_tcp "$@";;
     cifs-umount) lp_cifs_umount "$@";;
     cifs-debugdata) lp_cifs_debugdata;;
     dmesg-mark) lp_dmesg_mark;;

@@ -38,7 +38,8 @@ import com.sun.nio.file.ExtendedOpenOption;
  * 64 MiB write and read, and 4 KiB random reads (one at a time) for smbj over SMB Direct (the
  * product's transport), smbj over TCP (its own Direct TCP transport, port 445 of the same address)
  * and the Linux cifs client mounted with {@code -o rdma}, through the file system with O_DIRECT (no
- * page cache: every request goes to the server). All three with the same dialect, SMB 3.1.1 (what
+ * page cache: every request goes to the server), and the same cifs over TCP as the control: what
+ * the RDMA transport changes for the kernel's own client against the same ksmbd. All three with the same dialect, SMB 3.1.1 (what
  * both clients negotiate by default; {@code -Dinterop.benchDialect=3.0} or {@code 3.0.2} for
  * another), and as each does by default: smbj signs (it will not turn signing off for SMB 3), cifs
  * does not (and so offloads to RDMA; signed, it would not). From 3.0.2 on the server invalidates the
@@ -58,6 +59,8 @@ class SmbjBenchmarkTest {
     private static final int SIZE = 64 * MIB;
     private static final int CHUNK = 4 * MIB;
     private static final Path MOUNT = Paths.get("/tmp/bench-cifs");
+    /** The same share mounted by cifs over TCP: the control for what RDMA changes for the kernel's client. */
+    private static final Path MOUNT_TCP = Paths.get("/tmp/bench-cifs-tcp");
     private static final int RUNS = Integer.getInteger("interop.benchRuns", 1);
     private static final String DIALECT = System.getProperty("interop.benchDialect", "3.1.1");
     /** Each client's share of the random reads (the slices of all clients together take as many times longer). */
@@ -84,6 +87,8 @@ class SmbjBenchmarkTest {
         Guest.peersResult(60, "ksmbd-debug", "off", "all"); // debug output would be measured too
         Guest.peers("cifs-mount", "//" + Guest.address().getHostAddress() + "/share", MOUNT.toString(),
                 "vers=" + DIALECT);
+        Guest.peers("cifs-mount-tcp", "//" + Guest.address().getHostAddress() + "/share", MOUNT_TCP.toString(),
+                "vers=" + DIALECT);
         engine = Guest.engine(SmbDirectConfig.defaults());
         smbj = SmbjTransport.create(engine, SmbjOptions.defaults());
     }
@@ -94,6 +99,7 @@ class SmbjBenchmarkTest {
             engine.close();
         }
         Guest.peersResult(60, "cifs-umount", MOUNT.toString());
+        Guest.peersResult(60, "cifs-umount", MOUNT_TCP.toString());
         Guest.peersResult(60, "ksmbd-stop");
     }
 
@@ -116,7 +122,7 @@ class SmbjBenchmarkTest {
     }
 
     @Test
-    void smbjOverSmbDirect_smbjOverTcp_cifsRdma() throws Exception {
+    void smbjOverSmbDirect_smbjOverTcp_cifsRdma_cifsTcp() throws Exception {
         byte[] data = new byte[SIZE];
         new SplittableRandom(64).nextBytes(data);
         // smbj signs every SMB 3 request it can (it refuses to turn signing off for SMB 3.x)
@@ -124,9 +130,10 @@ class SmbjBenchmarkTest {
         SmbConfig direct = smbj.configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
         SmbConfig tcp = SmbConfig.builder().withNegotiatedBufferSize().withDialects(dialect)
                 .withTimeout(120, TimeUnit.SECONDS).build();
-        List<String> names = new ArrayList<>(List.of("smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma"));
+        List<String> names = new ArrayList<>(List.of("smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma",
+                "Linux cifs over TCP"));
         List<ClientFactory> clients = new ArrayList<>(List.of(n -> new SmbjClient(direct, n), n -> new SmbjClient(tcp, n),
-                CifsClient::new));
+                n -> new CifsClient(MOUNT, n), n -> new CifsClient(MOUNT_TCP, n)));
         if (RDMA_FROM != null) {
             SmbConfig from = SmbjTransport.create(engine, SmbjOptions.defaults().toBuilder().rdmaThreshold(RDMA_FROM)
                     .build()).configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
@@ -322,8 +329,8 @@ class SmbjBenchmarkTest {
         private final ByteBuffer page;
         private FileChannel reads;
 
-        CifsClient(String name) {
-            file = MOUNT.resolve(name);
+        CifsClient(Path mount, String name) {
+            file = mount.resolve(name);
             page = aligned.duplicate().limit(4096).slice();
         }
 
