@@ -39,9 +39,9 @@ import com.sun.nio.file.ExtendedOpenOption;
  * product's transport), smbj over TCP (its own Direct TCP transport, port 445 of the same address)
  * and the Linux cifs client mounted with {@code -o rdma}, through the file system with O_DIRECT (no
  * page cache: every request goes to the server), and the same cifs over TCP as the control: what
- * the RDMA transport changes for the kernel's own client against the same ksmbd. All three with the same dialect, SMB 3.1.1 (what
- * both clients negotiate by default; {@code -Dinterop.benchDialect=3.0} or {@code 3.0.2} for
- * another), and as each does by default: smbj signs (it will not turn signing off for SMB 3), cifs
+ * the RDMA transport changes for the kernel's own client against the same ksmbd. All four with the
+ * same dialect, SMB 3.1.1 (what both clients negotiate by default; {@code -Dinterop.benchDialect=3.0}
+ * or {@code 3.0.2} for another), and as each does by default: smbj signs (it will not turn signing off for SMB 3), cifs
  * does not (and so offloads to RDMA; signed, it would not). From 3.0.2 on the server invalidates the
  * registration with its response (Send with Invalidate), which the verbs provider's registration
  * cache turns into a window bound again for the next request.
