@@ -153,7 +153,7 @@ lp_cifs_mount_over() {
   local rdma=
   [ "$1" = rdma ] && rdma=rdma,
   shift
-  local unc=${1:?usage: cifs-mount //IP/share MOUNTPOINT [options]} mnt=${2:?mount point}
+  local unc=${1:?usage: cifs-mount[-tcp] //IP/share MOUNTPOINT [options]} mnt=${2:?mount point}
   local extra=${3:-}
   local user pass
   user=${LINUX_PEERS_USER_OVERRIDE:-$(cat "$LINUX_PEERS_STATE/user" 2>/dev/null || echo "$LINUX_PEERS_USER")}

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -165,12 +166,14 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                     + fault.getMessage() + "): cannot send " + packet, fault);
         }
         SmbDirectConnection c = connection;
-        if (c == null || !c.isOpen()) {
+        if (c == null) {
+            throw new TransportException("the SMB Direct connection is not open: cannot send " + packet);
+        }
+        if (!c.isOpen()) {
             // a loss smbj has not heard of yet reads as the loss, as it does for a request in flight
-            ConnectionLoss loss = c == null ? null : c.loss().filter(l -> l.reason() != TerminationReason.LOCAL_CLOSE)
-                    .orElse(null);
-            throw loss != null ? lost(c, loss, packet) : new TransportException("the SMB Direct connection is "
-                    + (c == null ? "not open" : "closed") + ": cannot send " + packet);
+            Optional<ConnectionLoss> loss = c.loss().filter(l -> l.reason() != TerminationReason.LOCAL_CLOSE);
+            throw loss.isPresent() ? lost(c, loss.get(), packet)
+                    : new TransportException("the SMB Direct connection is closed: cannot send " + packet);
         }
         if (packet instanceof SMB2Packet) {
             SMB2Packet inner = ((SMB2Packet) packet).getPacket();
@@ -421,8 +424,12 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     }
 
     private static TransportException lost(SmbDirectConnection c, ConnectionLoss loss, SMBPacket<?, ?> packet) {
-        return new TransportException("the SMB Direct connection to " + c.remoteAddress() + " was lost: "
-                + loss.message() + "; " + packet + " was not sent");
+        return new TransportException(lostText(c, loss) + "; " + packet + " was not sent");
+    }
+
+    /** What smbj and its callers read when the connection ended other than by this side's close. */
+    private static String lostText(SmbDirectConnection c, ConnectionLoss loss) {
+        return "the SMB Direct connection to " + c.remoteAddress() + " was lost: " + loss.message();
     }
 
     /** smbj's session of that id, or {@code null} when it has none (yet, or any more). */
@@ -776,8 +783,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         releaseAll();
         owner.closed(this);
         if (!closing && broken == null) {
-            handlers.getReceiver().handleError(new TransportException("the SMB Direct connection to "
-                    + c.remoteAddress() + " was lost: " + loss.message()));
+            handlers.getReceiver().handleError(new TransportException(lostText(c, loss)));
         }
     }
 
