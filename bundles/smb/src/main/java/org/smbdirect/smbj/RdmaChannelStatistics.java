@@ -97,4 +97,22 @@ public interface RdmaChannelStatistics {
      * @return the count
      */
     long splitReads();
+
+    /**
+     * WRITE requests of smbj's sent as several WRITEs in flight ({@link SmbjOptions#writeParts()});
+     * each part counts in {@link #rdmaWrites()}.
+     *
+     * @return the count
+     */
+    long splitWrites();
+
+    /**
+     * READs through the RDMA channel that took a registration made ahead of them: on a provider
+     * whose registrations are memory regions of their own (no memory windows, no send with
+     * invalidate: soft-iWARP), the registration for the next READ of the same length is made once
+     * the last one's response is with smbj, off the path of the next request.
+     *
+     * @return the count
+     */
+    long readsRegisteredAhead();
 }

@@ -12,6 +12,8 @@ public final class SmbjOptions {
     public static final int DEFAULT_RDMA_THRESHOLD = 4096;
     /** The default of {@link #readParts()}: two READs in flight, as the Linux client keeps for one large read. */
     public static final int DEFAULT_READ_PARTS = 2;
+    /** The default of {@link #writeParts()}: two WRITEs in flight, as for READs. */
+    public static final int DEFAULT_WRITE_PARTS = 2;
 
     private static final SmbjOptions DEFAULTS = builder().build();
 
@@ -20,6 +22,7 @@ public final class SmbjOptions {
     private final boolean remoteInvalidation;
     private final Duration connectTimeout;
     private final int readParts;
+    private final int writeParts;
 
     private SmbjOptions(Builder b) {
         rdmaChannel = b.rdmaChannel;
@@ -27,11 +30,12 @@ public final class SmbjOptions {
         remoteInvalidation = b.remoteInvalidation;
         connectTimeout = b.connectTimeout;
         readParts = b.readParts;
+        writeParts = b.writeParts;
     }
 
     /**
      * The defaults: RDMA channel on, threshold 4 KiB, remote invalidation on, 60 s to connect, large
-     * READs in two parts.
+     * READs and WRITEs in two parts.
      *
      * @return the default options
      */
@@ -55,7 +59,8 @@ public final class SmbjOptions {
      */
     public Builder toBuilder() {
         return new Builder().rdmaChannel(rdmaChannel).rdmaThreshold(rdmaThreshold)
-                .remoteInvalidation(remoteInvalidation).connectTimeout(connectTimeout).readParts(readParts);
+                .remoteInvalidation(remoteInvalidation).connectTimeout(connectTimeout).readParts(readParts)
+                .writeParts(writeParts);
     }
 
     /**
@@ -110,6 +115,18 @@ public final class SmbjOptions {
         return readParts;
     }
 
+    /**
+     * Into how many WRITEs in flight at once a WRITE through the RDMA channel is split, as
+     * {@link #readParts()} for READs: smbj's {@code File.write} sends one WRITE and waits for it.
+     * smbj sees one request and one response; when a part fails, the response says so, whichever
+     * part it was. 1 turns it off.
+     *
+     * @return 1 to 16, {@value #DEFAULT_WRITE_PARTS} by default
+     */
+    public int writeParts() {
+        return writeParts;
+    }
+
     @Override
     public boolean equals(Object o) {
         if (!(o instanceof SmbjOptions)) {
@@ -118,19 +135,19 @@ public final class SmbjOptions {
         SmbjOptions other = (SmbjOptions) o;
         return rdmaChannel == other.rdmaChannel && rdmaThreshold == other.rdmaThreshold
                 && remoteInvalidation == other.remoteInvalidation && connectTimeout.equals(other.connectTimeout)
-                && readParts == other.readParts;
+                && readParts == other.readParts && writeParts == other.writeParts;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout, readParts);
+        return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout, readParts, writeParts);
     }
 
     @Override
     public String toString() {
         return "SmbjOptions[rdmaChannel=" + rdmaChannel + ", rdmaThreshold=" + rdmaThreshold
                 + ", remoteInvalidation=" + remoteInvalidation + ", connectTimeout=" + connectTimeout + ", readParts=" + readParts
-                + "]";
+                + ", writeParts=" + writeParts + "]";
     }
 
     /** Builds {@link SmbjOptions}. */
@@ -140,6 +157,7 @@ public final class SmbjOptions {
         private boolean remoteInvalidation = true;
         private Duration connectTimeout = Duration.ofSeconds(60);
         private int readParts = DEFAULT_READ_PARTS;
+        private int writeParts = DEFAULT_WRITE_PARTS;
 
         private Builder() {
         }
@@ -209,6 +227,21 @@ public final class SmbjOptions {
                 throw new IllegalArgumentException("readParts must be between 1 and 16, was " + parts);
             }
             readParts = parts;
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbjOptions#writeParts()}.
+         *
+         * @param parts 1 (no split) to 16
+         * @return this builder
+         * @throws IllegalArgumentException when out of range
+         */
+        public Builder writeParts(int parts) {
+            if (parts < 1 || parts > 16) {
+                throw new IllegalArgumentException("writeParts must be between 1 and 16, was " + parts);
+            }
+            writeParts = parts;
             return this;
         }
 

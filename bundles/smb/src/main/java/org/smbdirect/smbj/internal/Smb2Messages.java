@@ -56,6 +56,9 @@ final class Smb2Messages {
     static final int READ_RESPONSE_DATA_LENGTH = HEADER_SIZE + 4;
     static final int READ_RESPONSE_DATA_REMAINING = HEADER_SIZE + 8;
     static final int READ_RESPONSE_BUFFER = HEADER_SIZE + 16;
+    /** 2.2.22 WRITE response: Reserved (2), Count (4), Remaining, WriteChannelInfoOffset/Length; 16 bytes. */
+    static final int WRITE_RESPONSE_COUNT = HEADER_SIZE + 4;
+    static final int WRITE_RESPONSE_BUFFER = HEADER_SIZE + 16;
 
     /**
      * What an inline message needs besides the data: the WRITE request's and the READ response's

@@ -28,6 +28,7 @@ import org.smbdirect.transport.SmbDirectConnection;
 import org.smbdirect.transport.SmbDirectException;
 import org.smbdirect.transport.TerminationReason;
 
+import com.hierynomus.mssmb2.SMB2DecryptedPacketData;
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.mssmb2.SMB2Packet;
 import com.hierynomus.mssmb2.SMB2PacketData;
@@ -86,6 +87,13 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private final Map<Long, PendingRequest> pending = new ConcurrentHashMap<>();
     private final Map<Long, byte[]> rdmaReadData = new ConcurrentHashMap<>();
     private final BufferPool buffers = new BufferPool();
+    private final RegistrationAhead ahead = new RegistrationAhead(buffers);
+    /**
+     * Whether registrations are memory regions of their own (the provider has no memory windows
+     * and cannot send with invalidate): then registering and deregistering are system calls, so a
+     * READ's registration is made ahead and a request's ends after smbj has its response.
+     */
+    private volatile boolean regionsOfTheirOwn;
     /** smbj's session table (see {@link SmbjInternals#sessionTable}), once needed. */
     private volatile SessionTable sessions;
     private volatile SmbDirectConnection connection;
@@ -128,6 +136,11 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         return limits;
     }
 
+    /** Registrations made ahead for the next READ (0 or 1). */
+    int registeredAhead() {
+        return ahead.count();
+    }
+
     /** The data the server RDMA-wrote for a READ request, once its response arrived. */
     byte[] takeRdmaReadData(long messageId) {
         return rdmaReadData.remove(messageId);
@@ -145,6 +158,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         try {
             SmbDirectConnection c = transport.connect(target, this, options.connectTimeout());
             limits = Limits.of(c.parameters(), options, config.isEncryptData());
+            regionsOfTheirOwn = !c.parameters().remoteInvalidate();
             connection = c;
             owner.opened(this);
             LOG.log(System.Logger.Level.DEBUG, () -> "SMB Direct to " + where + ": " + limits);
@@ -252,17 +266,27 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             buffers.give(buffer);
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
         }
-        SplitRead split = read ? SplitRead.of(request, buffer, options.readParts()) : null;
+        SplitRequest split = read ? SplitRead.of(request, buffer, options.readParts())
+                : SplitWrite.of(request, buffer, options.writeParts());
         if (split != null) {
-            splitRead(c, packet, inner, request, split, channel);
+            split(c, packet, inner, request, split, read, channel);
             return;
         }
         long messageId = inner.getHeader().getMessageId();
         RegisteredBuffer registration = null;
+        RegistrationAhead.Ready made = read ? ahead.take(length) : null;
+        if (made != null) {
+            buffers.give(buffer);
+            buffer = made.buffer();
+            registration = made.registration();
+            statistics.readsRegisteredAhead.incrementAndGet();
+        }
         byte[] message;
         try {
-            // the request below carries the descriptors: the registration reaches the device with it
-            registration = c.registerForNextSend(buffer, read ? RemoteAccess.WRITE : RemoteAccess.READ);
+            if (registration == null) {
+                // the request below carries the descriptors: the registration reaches the device with it
+                registration = c.registerForNextSend(buffer, read ? RemoteAccess.WRITE : RemoteAccess.READ);
+            }
             List<BufferDescriptorV1> descriptors = registration.descriptors();
             message = read ? Smb2Messages.rdmaReadRequest(request, channel, descriptors)
                     : Smb2Messages.rdmaWriteRequest(request, channel, descriptors, length);
@@ -270,10 +294,10 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 signing.sign(message, signingKey(inner));
             }
         } catch (ConnectionLostException e) {
-            release(registration, buffer);
+            buffers.release(registration, buffer);
             throw lost(c, e, packet);
         } catch (SmbDirectException | SecurityException | TransportException | RuntimeException e) {
-            release(registration, buffer);
+            buffers.release(registration, buffer);
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
         }
         // the response may arrive before the send completes: the request is pending first
@@ -284,12 +308,16 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         } catch (TransportException e) {
             PendingRequest p = pending.remove(messageId);
             if (p != null) {
-                release(p.registration, p.buffer);
+                buffers.release(p.registration, p.buffer);
             }
             throw e;
         }
         if (read) {
             sent.destination.prepare();
+            if (regionsOfTheirOwn) {
+                // while the server serves this READ, the next one's registration is made
+                ahead.prepare(c, length);
+            }
         }
         (read ? statistics.rdmaReads : statistics.rdmaWrites).incrementAndGet();
         if (!read) {
@@ -298,12 +326,12 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     }
 
     /**
-     * A large READ as several READs in flight ({@link SplitRead}): each part gets its own
+     * A large READ or WRITE as several in flight ({@link SplitRequest}): each part gets its own
      * registration of its slice of the buffer, its own request, signed as smbj's would have been,
      * and is pending under its own message id until its response arrives.
      */
-    private void splitRead(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, byte[] request, SplitRead split,
-            int channel) throws TransportException {
+    private void split(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, byte[] request, SplitRequest split,
+            boolean read, int channel) throws TransportException {
         int n = split.parts();
         RegisteredBuffer[] registrations = new RegisteredBuffer[n];
         byte[][] messages = new byte[n][];
@@ -314,9 +342,10 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             split.signingKey = key != null || session == null ? key : session.getSigningKey(inner.getHeader(), false);
             for (int i = 0; i < n; i++) {
                 registrations[i] = c.registerForNextSend(split.buffer.slice(split.start(i), split.length(i)),
-                        RemoteAccess.WRITE);
-                messages[i] = Smb2Messages.rdmaReadRequest(split.request(request, i), channel,
-                        registrations[i].descriptors());
+                        read ? RemoteAccess.WRITE : RemoteAccess.READ);
+                List<BufferDescriptorV1> descriptors = registrations[i].descriptors();
+                messages[i] = read ? Smb2Messages.rdmaReadRequest(split.request(request, i), channel, descriptors)
+                        : Smb2Messages.rdmaWriteRequest(split.request(request, i), channel, descriptors, split.length(i));
                 if (key != null) {
                     signing.sign(messages[i], key);
                 }
@@ -329,7 +358,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
         }
         for (int i = 0; i < n; i++) {
-            pending.put(split.messageId(i), new PendingRequest(true, split.length(i), null, registrations[i], split, i));
+            pending.put(split.messageId(i), new PendingRequest(read, split.length(i), null, registrations[i], split, i));
         }
         for (int i = 0; i < n; i++) {
             try {
@@ -351,16 +380,23 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 }
                 throw e;
             }
-            statistics.rdmaReads.incrementAndGet();
+            if (read) {
+                statistics.rdmaReads.incrementAndGet();
+            } else {
+                statistics.rdmaWrites.incrementAndGet();
+                statistics.rdmaWriteBytes.addAndGet(split.length(i));
+            }
         }
-        split.destination.prepare();
-        statistics.splitReads.incrementAndGet();
+        if (read) {
+            ((SplitRead) split).destination.prepare();
+        }
+        (read ? statistics.splitReads : statistics.splitWrites).incrementAndGet();
     }
 
     private void releaseParts(RegisteredBuffer[] registrations, ByteBuffer buffer) {
         boolean reachable = false;
         for (RegisteredBuffer r : registrations) {
-            reachable |= r != null && !release(r, null);
+            reachable |= r != null && !buffers.release(r, null);
         }
         if (!reachable) {
             buffers.give(buffer);
@@ -368,26 +404,27 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     }
 
     /**
-     * A response to a part of a split READ: checked, its registration ended; once every part's
-     * response is in, the response smbj gets ({@link SplitRead#response()}), else {@code null}.
+     * A response to a part of a split READ or WRITE: checked, its registration ended; once every
+     * part's response is in, the response smbj gets ({@link SplitRequest#response()}), else
+     * {@code null}.
      */
     private byte[] partArrived(PendingRequest p, byte[] response, OptionalInt invalidatedToken)
             throws SecurityException {
-        SplitRead split = p.split;
+        SplitRequest split = p.split;
         if (interim(response)) {
             split.interim(response);
             return null;
         }
         pending.remove(split.messageId(p.part));
         ended(p, invalidatedToken);
-        if (!partSignatureVerified(response, split.signingKey) || !split.arrived(p.part, response)) {
+        if (!partSignatureVerified(response, split) || !split.arrived(p.part, response)) {
             return null;
         }
         try {
             byte[] merged = split.response();
-            if (Smb2Messages.i32(merged, Smb2Messages.STATUS) == 0) {
+            if (p.read && Smb2Messages.i32(merged, Smb2Messages.STATUS) == 0) {
                 int moved = split.moved();
-                byte[] data = split.destination.take(moved);
+                byte[] data = ((SplitRead) split).destination.take(moved);
                 split.buffer.get(0, data);
                 rdmaReadData.put(split.messageId, data);
                 statistics.rdmaReadBytes.addAndGet(moved);
@@ -402,16 +439,17 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     }
 
     /** A part's response is checked here: smbj never sees it (MS-SMB2 3.2.5.1.3). */
-    private boolean partSignatureVerified(byte[] response, SecretKey key) throws SecurityException {
+    private boolean partSignatureVerified(byte[] response, SplitRequest split) throws SecurityException {
+        SecretKey key = split.signingKey;
         if ((Smb2Messages.i32(response, Smb2Messages.FLAGS) & Smb2Messages.SMB2_FLAGS_SIGNED) == 0 || key == null
                 || sessionDeleted(response) || signing.verify(response, key)) {
             return true;
         }
         statistics.signatureFailures.incrementAndGet();
-        String what = String.format("the server's response to part of a READ (message id %d, status 0x%08x, %d bytes) "
+        String what = String.format("the server's response to part of a %s (message id %d, status 0x%08x, %d bytes) "
                 + "failed signature verification (MS-SMB2 3.2.5.1.3): discarded, and the connection closed",
-                Smb2Messages.u64(response, Smb2Messages.MESSAGE_ID), Smb2Messages.i32(response, Smb2Messages.STATUS),
-                response.length);
+                split.command, Smb2Messages.u64(response, Smb2Messages.MESSAGE_ID),
+                Smb2Messages.i32(response, Smb2Messages.STATUS), response.length);
         LOG.log(System.Logger.Level.ERROR, what);
         fault(new TransportException(what));
         return false;
@@ -519,8 +557,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                     + " bytes after an error response of " + errorLength + " (MS-SMB2 2.2.2)");
             bytes = java.util.Arrays.copyOf(received, errorLength);
         }
+        PendingRequest later = null; // a request whose registration ends once smbj has the response
         try {
-            boolean merged = false; // a split READ's response, made here from parts checked one by one
+            boolean merged = false; // a split request's response, made here from parts checked one by one
             if (Smb2Messages.isSmb2(bytes)) {
                 long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
                 PendingRequest p = pending.get(messageId);
@@ -532,6 +571,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                         return;
                     }
                     merged = true;
+                } else if (p != null && regionsOfTheirOwn) {
+                    later = completed(messageId, p, bytes);
                 } else if (p != null) {
                     answered(messageId, p, bytes, invalidatedToken);
                 }
@@ -544,14 +585,25 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             if (data instanceof SMB2PacketData && !merged) {
                 if (sessionDeleted(bytes)) {
                     data = passOnSessionDeleted((SMB2PacketData) data, bytes);
-                } else if (!signatureVerified((SMB2PacketData) data, bytes)) {
-                    return;
+                } else {
+                    data = signatureVerified((SMB2PacketData) data, bytes);
+                    if (data == null) {
+                        return;
+                    }
                 }
             }
             handlers.getReceiver().handle(data);
         } catch (Exception | LinkageError e) {
             LOG.log(System.Logger.Level.WARNING, "a message from the server could not be handled: " + e, e);
             fault(e instanceof Exception ? (Exception) e : new TransportException(e.toString(), e));
+        } finally {
+            if (later != null) {
+                // where registrations are memory regions of their own, the registration ends once smbj
+                // has the response, off the path of smbj's next request (after the server's
+                // invalidation too: the region is the kernel's until deregistered); the READ's data was
+                // taken out of the buffer before, and the buffer returns to the pool once deregistered
+                ended(later, invalidatedToken);
+            }
         }
     }
 
@@ -582,7 +634,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
      * registrations, and the others are invalidated locally.
      *
      * @throws IllegalStateException for a chain that leaves its message, or that carries part of
-     *         a READ this transport split (the parts' responses cannot be merged inside a chain)
+     *         a request this transport split (the parts' responses cannot be merged inside a chain)
      */
     private void compounded(byte[] chain, OptionalInt invalidatedToken) {
         for (int at = 0;;) {
@@ -600,8 +652,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             long messageId = Smb2Messages.u64(chain, at + Smb2Messages.MESSAGE_ID);
             PendingRequest p = pending.get(messageId);
             if (p != null && p.split != null) {
-                throw new IllegalStateException("a compounded response carries the response to part of a READ "
-                        + "the transport split (message id " + messageId + "); it cannot be merged for smbj");
+                throw new IllegalStateException("a compounded response carries the response to part of a "
+                        + p.split.command + " the transport split (message id " + messageId
+                        + "); it cannot be merged for smbj");
             }
             if (p != null) {
                 answered(messageId, p, java.util.Arrays.copyOfRange(chain, at, end), invalidatedToken);
@@ -615,10 +668,28 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
 
     /** A response to an RDMA-channel request of its own (not a part): it ends the request, unless interim. */
     private void answered(long messageId, PendingRequest p, byte[] response, OptionalInt invalidatedToken) {
-        if (!interim(response)) {
-            pending.remove(messageId);
-            complete(messageId, p, response, invalidatedToken);
+        PendingRequest done = completed(messageId, p, response);
+        if (done != null) {
+            ended(done, invalidatedToken);
         }
+    }
+
+    /**
+     * As {@link #answered}, except that the request's registration is left to the caller to end:
+     * returns the request then, {@code null} for an interim response.
+     */
+    private PendingRequest completed(long messageId, PendingRequest p, byte[] response) {
+        if (interim(response)) {
+            return null;
+        }
+        pending.remove(messageId);
+        try {
+            complete(messageId, p, response);
+        } catch (RuntimeException e) {
+            ended(p, OptionalInt.empty());
+            throw e;
+        }
+        return p;
     }
 
     /** MS-SMB2 3.2.5.1.5: an interim response (STATUS_PENDING, async) is not the response yet. */
@@ -629,37 +700,33 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
 
     /**
      * The response to an RDMA-channel request arrived: the server's RDMA is over (its Send comes
-     * after its RDMA Writes, and it answers a WRITE after its RDMA Reads), so the registration
-     * ends now, and a READ's data is taken out of the buffer for smbj.
+     * after its RDMA Writes, and it answers a WRITE after its RDMA Reads), so a READ's data is
+     * taken out of the buffer for smbj; the registration may end ({@link #ended}).
      */
-    private void complete(long messageId, PendingRequest p, byte[] response, OptionalInt invalidatedToken) {
-        try {
-            if (p.read && Smb2Messages.i32(response, Smb2Messages.STATUS) == 0
-                    && response.length >= Smb2Messages.READ_RESPONSE_DATA_REMAINING + 4
-                    && Smb2Messages.i32(response, Smb2Messages.READ_RESPONSE_DATA_LENGTH) == 0) {
-                // MS-SMB2 2.2.20: DataRemaining is what moved through the channel
-                int moved = Smb2Messages.i32(response, Smb2Messages.READ_RESPONSE_DATA_REMAINING);
-                if (moved < 0 || moved > p.length) {
-                    throw new IllegalStateException("the server says it RDMA-wrote " + (moved & 0xffffffffL)
-                            + " bytes into a buffer of " + p.length);
-                }
-                byte[] data = p.destination.take(moved);
-                p.buffer.get(0, data);
-                rdmaReadData.put(messageId, data);
-                statistics.rdmaReadBytes.addAndGet(moved);
+    private void complete(long messageId, PendingRequest p, byte[] response) {
+        if (p.read && Smb2Messages.i32(response, Smb2Messages.STATUS) == 0
+                && response.length >= Smb2Messages.READ_RESPONSE_DATA_REMAINING + 4
+                && Smb2Messages.i32(response, Smb2Messages.READ_RESPONSE_DATA_LENGTH) == 0) {
+            // MS-SMB2 2.2.20: DataRemaining is what moved through the channel
+            int moved = Smb2Messages.i32(response, Smb2Messages.READ_RESPONSE_DATA_REMAINING);
+            if (moved < 0 || moved > p.length) {
+                throw new IllegalStateException("the server says it RDMA-wrote " + (moved & 0xffffffffL)
+                        + " bytes into a buffer of " + p.length);
             }
-        } finally {
-            ended(p, invalidatedToken);
+            byte[] data = p.destination.take(moved);
+            p.buffer.get(0, data);
+            rdmaReadData.put(messageId, data);
+            statistics.rdmaReadBytes.addAndGet(moved);
         }
     }
 
     /**
      * The response to an RDMA-channel request arrived: its registration ends, its buffer returns.
-     * A split READ's buffer returns with its last part, unless a part's deregistration failed.
+     * A split request's buffer returns with its last part, unless a part's deregistration failed.
      */
     private void ended(PendingRequest p, OptionalInt invalidatedToken) {
         boolean remote = !p.registration.isRegistered();
-        if (release(p.registration, p.buffer)) {
+        if (buffers.release(p.registration, p.buffer)) {
             (remote ? statistics.remoteInvalidations : statistics.localInvalidations).incrementAndGet();
             if (remote && invalidatedToken.isEmpty()) {
                 LOG.log(System.Logger.Level.DEBUG, "registration ended without an invalidated token: " + p.registration);
@@ -669,48 +736,38 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
     }
 
-    /** A split READ's buffer, once no part's registration can reach it any more. */
-    private void giveBack(SplitRead split) {
+    /** A split request's buffer, once no part's registration can reach it any more. */
+    private void giveBack(SplitRequest split) {
         if (!split.reachable) {
             buffers.give(split.buffer);
         }
     }
 
     /**
-     * Deregisters (MS-SMBD 3.1.4.4) and gives the buffer back (a split READ's parts have none of
-     * their own); false when deregistration failed.
-     */
-    private boolean release(RegisteredBuffer registration, ByteBuffer buffer) {
-        if (registration != null) {
-            try {
-                registration.deregister();
-            } catch (SmbDirectException e) {
-                // the peer may still reach the memory: never reuse it
-                LOG.log(System.Logger.Level.WARNING, "deregistering " + registration + " failed: " + e.getMessage());
-                registration.close();
-                return false;
-            }
-        }
-        if (buffer != null) {
-            buffers.give(buffer);
-        }
-        return true;
-    }
-
-    /**
      * MS-SMB2 3.2.5.1.3, as smbj applies it (it skips SESSION_SETUP responses and unsolicited
      * messages); compounded responses are left to smbj. On a mismatch the connection ends with an
-     * exception that says so.
+     * exception that says so, and the answer is {@code null}.
+     *
+     * <p>A response verified here goes to smbj as packet data that smbj takes as verified (its
+     * "decrypted" packet data, which smbj's signature check passes through: that check is its only
+     * use of {@code isDecrypted}, in the smbj this bundle embeds), so that no response is verified
+     * twice: the second MAC, with a MAC made and keyed for each message as smbj does, costs as much
+     * as a 4 KiB READ's own work on this side.
+     *
+     * @return the packet data for smbj, or {@code null} after a bad signature
      */
-    private boolean signatureVerified(SMB2PacketData data, byte[] bytes) throws SecurityException {
+    private SMBPacketData<?> signatureVerified(SMB2PacketData data, byte[] bytes) throws Exception {
         if (!verifiedHere(bytes)) {
-            return true;
+            return data;
         }
         long sessionId = Smb2Messages.u64(bytes, Smb2Messages.SESSION_ID);
         Session session = session(sessionId);
         SecretKey key = session == null ? null : session.getSigningKey(data.getHeader(), false);
-        if (key == null || signing.verify(bytes, key)) {
-            return true;
+        if (key == null) {
+            return data;
+        }
+        if (signing.verify(bytes, key)) {
+            return new SMB2DecryptedPacketData(bytes);
         }
         statistics.signatureFailures.incrementAndGet();
         long messageId = Smb2Messages.u64(bytes, Smb2Messages.MESSAGE_ID);
@@ -721,7 +778,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 signedPrefix(bytes, key));
         LOG.log(System.Logger.Level.ERROR, what);
         fault(new TransportException(what));
-        return false;
+        return null;
     }
 
     /** Whether this transport checks the response's signature (the responses smbj checks, whole). */
@@ -817,6 +874,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
 
     /** Requests that will get no response any more: their registrations end here. */
     private void releaseAll() {
+        ahead.close();
         List<PendingRequest> left = new ArrayList<>(pending.values());
         pending.clear();
         rdmaReadData.clear();
@@ -831,8 +889,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         final int length;
         final ByteBuffer buffer;
         final RegisteredBuffer registration;
-        /** The split READ this request is a part of, or {@code null}. */
-        final SplitRead split;
+        /** The split READ or WRITE this request is a part of, or {@code null}. */
+        final SplitRequest split;
         final int part;
         /** A whole READ's data array; {@code null} for WRITEs and parts (their split has one). */
         final ReadDestination destination;
@@ -841,7 +899,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             this(read, length, buffer, registration, null, 0);
         }
 
-        PendingRequest(boolean read, int length, ByteBuffer buffer, RegisteredBuffer registration, SplitRead split,
+        PendingRequest(boolean read, int length, ByteBuffer buffer, RegisteredBuffer registration, SplitRequest split,
                 int part) {
             this.read = read;
             this.length = length;

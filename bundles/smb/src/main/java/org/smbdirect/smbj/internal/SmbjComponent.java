@@ -81,7 +81,8 @@ public final class SmbjComponent implements SmbjTransport {
     static SmbjOptions toOptions(SmbjConfiguration c) {
         return SmbjOptions.builder().rdmaChannel(c.rdmaChannel()).rdmaThreshold(c.rdmaThreshold())
                 .remoteInvalidation(c.remoteInvalidation())
-                .connectTimeout(Duration.ofSeconds(c.connectTimeoutSeconds())).readParts(c.readParts()).build();
+                .connectTimeout(Duration.ofSeconds(c.connectTimeoutSeconds())).readParts(c.readParts())
+                .writeParts(c.writeParts()).build();
     }
 
     @Override

@@ -32,6 +32,11 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
                     + "at once, each of at least 1 MiB (1: never split).")
     int readParts() default 2;
 
+    @AttributeDefinition(name = "WRITE parts", min = "1", max = "16",
+            description = "A WRITE through the RDMA channel of at least 2 MiB travels as up to this many WRITEs in flight "
+                    + "at once, each of at least 1 MiB (1: never split).")
+    int writeParts() default 2;
+
     @AttributeDefinition(name = "SMB Direct transport",
             description = "Filter selecting the SmbDirect service to use, e.g. (component.name=org.smbdirect.protocol).")
     String transport_target() default "(objectClass=org.smbdirect.transport.SmbDirect)";

@@ -71,6 +71,21 @@ public final class SmbjTransportImpl implements SmbjTransport {
         return Optional.empty();
     }
 
+    /**
+     * Registrations this transport made ahead for the next READ of smbj's connection (0 or 1).
+     *
+     * @param connection smbj's connection
+     * @return the count
+     */
+    int registeredAhead(Connection connection) {
+        for (SmbDirectTransportLayer l : layers) {
+            if (l.smbjConnection() == connection) {
+                return l.registeredAhead();
+            }
+        }
+        return 0;
+    }
+
     @Override
     public SmbDirect transport() {
         return transport;

@@ -18,11 +18,14 @@ final class Statistics {
     final AtomicLong localInvalidations = new AtomicLong();
     final AtomicLong signatureFailures = new AtomicLong();
     final AtomicLong splitReads = new AtomicLong();
+    final AtomicLong splitWrites = new AtomicLong();
+    final AtomicLong readsRegisteredAhead = new AtomicLong();
 
     RdmaChannelStatistics snapshot() {
         return new Snapshot(rdmaWrites.get(), rdmaWriteBytes.get(), rdmaReads.get(), rdmaReadBytes.get(),
                 inlineWrites.get(), inlineWriteBytes.get(), inlineReads.get(), inlineReadBytes.get(),
-                remoteInvalidations.get(), localInvalidations.get(), signatureFailures.get(), splitReads.get());
+                remoteInvalidations.get(), localInvalidations.get(), signatureFailures.get(), splitReads.get(),
+                splitWrites.get(), readsRegisteredAhead.get());
     }
 
     private static final class Snapshot implements RdmaChannelStatistics {
@@ -93,10 +96,20 @@ final class Statistics {
         }
 
         @Override
+        public long splitWrites() {
+            return v[12];
+        }
+
+        @Override
+        public long readsRegisteredAhead() {
+            return v[13];
+        }
+
+        @Override
         public String toString() {
-            return String.format("RDMA channel: %d WRITEs (%d B), %d READs (%d B, %d of smbj's split); inline: %d WRITEs (%d B), "
-                    + "%d READs (%d B); registrations invalidated by the server %d, locally %d; bad signatures %d",
-                    v[0], v[1], v[2], v[3], v[11], v[4], v[5], v[6], v[7], v[8], v[9], v[10]);
+            return String.format("RDMA channel: %d WRITEs (%d B, %d of smbj's split), %d READs (%d B, %d of smbj's split); inline: %d WRITEs (%d B), "
+                    + "%d READs (%d B); registrations invalidated by the server %d, locally %d; READs registered ahead %d; bad signatures %d",
+                    v[0], v[1], v[12], v[2], v[3], v[11], v[4], v[5], v[6], v[7], v[8], v[9], v[13], v[10]);
         }
     }
 }

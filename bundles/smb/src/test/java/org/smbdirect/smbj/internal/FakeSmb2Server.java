@@ -216,7 +216,7 @@ final class FakeSmb2Server implements AutoCloseable {
     }
 
     /** MS-SMB2 2.2.2. */
-    private static ByteBuffer errorResponse(int command, long messageId, int status) {
+    static ByteBuffer errorResponse(int command, long messageId, int status) {
         ByteBuffer b = header(64 + 9, command, messageId, status);
         b.putShort((short) 9).put((byte) 0).put((byte) 0).putInt(0).put((byte) 0);
         return b.position(0);

@@ -235,6 +235,57 @@ class HostileServerTest {
     }
 
     /**
+     * A signed response is verified once: here, where a bad one ends the transport saying so; smbj
+     * takes the verified response as verified (its "decrypted" packet data) instead of making and
+     * keying a MAC of its own for each. Counted as the MACs smbj's security provider makes: the
+     * transport's one, kept with its key, and none per response.
+     */
+    @org.junit.jupiter.api.Test
+    void signedResponses_verifiedOnce_notAgainBySmbj() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger macs = new java.util.concurrent.atomic.AtomicInteger();
+        BCSecurityProvider bc = new BCSecurityProvider();
+        com.hierynomus.security.SecurityProvider counting = new com.hierynomus.security.SecurityProvider() {
+            @Override
+            public com.hierynomus.security.MessageDigest getDigest(String name) throws SecurityException {
+                return bc.getDigest(name);
+            }
+
+            @Override
+            public com.hierynomus.security.Mac getMac(String name) throws SecurityException {
+                macs.incrementAndGet();
+                return bc.getMac(name);
+            }
+
+            @Override
+            public com.hierynomus.security.Cipher getCipher(String name) throws SecurityException {
+                return bc.getCipher(name);
+            }
+
+            @Override
+            public com.hierynomus.security.AEADBlockCipher getAEADBlockCipher(String name) throws SecurityException {
+                return bc.getAEADBlockCipher(name);
+            }
+
+            @Override
+            public com.hierynomus.security.DerivationFunction getDerivationFunction(String name) throws SecurityException {
+                return bc.getDerivationFunction(name);
+            }
+        };
+        try (SMBClient client = new SMBClient(smbj.configBuilder().withDialects(SMB2Dialect.SMB_3_0_2)
+                .withSecurityProvider(counting).withTimeout(30, TimeUnit.SECONDS).build())) {
+            connection = client.connect(server.address().getAddress().getHostAddress(), server.address().getPort());
+            server.mangle = signed(session(SESSION), false);
+            for (int i = 0; i < 10; i++) {
+                Object good = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, LENGTH),
+                        GOOD_WAIT_MILLIS);
+                assertTrue(good instanceof SMB2ReadResponse, "READ " + i + ": " + good);
+                assertArrayEquals(java.util.Arrays.copyOf(content, LENGTH), ((SMB2ReadResponse) good).getData());
+            }
+            assertEquals(1, macs.get(), "MACs made for 10 signed responses");
+        }
+    }
+
+    /**
      * MS-SMB2 3.3.5.2.9: a server with no session for the request answers
      * STATUS_USER_SESSION_DELETED, and cannot sign it; ksmbd flags it signed with a signature of
      * zeros when it tears a connection down (as when it stops). The READ gets that status at once

@@ -60,7 +60,16 @@ class RdmaChannelTest {
     private Connection connection;
 
     private void start(SMB2Dialect dialect, SmbjOptions options, SmbDirectConfig config) throws Exception {
-        sim = new SmbjOverSim(dialect, options, config);
+        start(new SmbjOverSim(dialect, options, config));
+    }
+
+    /** On a simulated fabric without send with invalidate, as soft-iWARP's verbs provider has none. */
+    private void startWithoutRemoteInvalidation() throws Exception {
+        start(new SmbjOverSim(SMB2Dialect.SMB_3_0_2, SmbjOptions.defaults(), SmbDirectConfig.defaults(), false));
+    }
+
+    private void start(SmbjOverSim s) throws Exception {
+        sim = s;
         server = sim.server;
         smbj = sim.smbj;
         connection = sim.connect();
@@ -293,14 +302,19 @@ class RdmaChannelTest {
     }
     /** The READ requests the server got, after the first {@code from}. */
     private List<ByteBuffer> readsSince(int from) {
-        List<ByteBuffer> reads = new java.util.ArrayList<>();
+        return since(from, FakeSmb2Server.SMB2_READ);
+    }
+
+    /** The requests of that command the server got, after the first {@code from}. */
+    private List<ByteBuffer> since(int from, int command) {
+        List<ByteBuffer> found = new java.util.ArrayList<>();
         for (byte[] m : server.requests.subList(from, server.requests.size())) {
             ByteBuffer b = ByteBuffer.wrap(m).order(ByteOrder.LITTLE_ENDIAN);
-            if (b.getShort(12) == FakeSmb2Server.SMB2_READ) {
-                reads.add(b);
+            if (b.getShort(12) == command) {
+                found.add(b);
             }
         }
-        return reads;
+        return found;
     }
 
     /**
@@ -422,16 +436,167 @@ class RdmaChannelTest {
     @Test
     void largeRead_serverGoneMidway_failsTheRequest_andLeavesNothingRegistered() throws Exception {
         start(SMB2Dialect.SMB_3_0_2);
-        SmbDirectConnection c = direct();
         server.content = random(8 * MIB, 9);
+        serverGoneMidway(() -> read(0, 8 * MIB));
+    }
+
+    /**
+     * A split request whose server goes away: the loss reaches smbj through the request's future,
+     * or, when the sending thread itself takes it while it sends the second part, as smbj's send
+     * failing with the part not sent; either way saying the connection was lost, and nothing stays
+     * registered.
+     */
+    private void serverGoneMidway(org.junit.jupiter.api.function.Executable transfer) throws Exception {
+        SmbDirectConnection c = direct();
         server.mode = FakeSmb2Server.Mode.DISCONNECT;
-        // the loss reaches smbj through the READ's future, or, when the sending thread itself takes
-        // it while it sends the second part, as smbj's send failing with the part not sent
-        Exception e = assertThrows(Exception.class, () -> read(0, 8 * MIB));
+        Exception e = assertThrows(Exception.class, transfer);
         assertTrue(e instanceof ExecutionException || e instanceof TransportException, String.valueOf(e));
         Throwable why = e instanceof ExecutionException ? e.getCause() : e;
         assertTrue(String.valueOf(why).contains("was lost"), String.valueOf(why));
         assertFalse(c.isOpen());
         assertEquals(0, c.statistics().registrationsLive());
+    }
+
+    @Test
+    void largeWrite_inTwoWritesInFlight_oneResponseForSmbj_smb302() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        byte[] data = random(8 * MIB, 11);
+        int before = server.requests.size();
+        assertEquals(8 * MIB, write(data, 3 * MIB), "smbj's Count: both parts");
+        byte[] stored = java.util.Arrays.copyOfRange(server.content, 3 * MIB, server.content.length);
+        assertArrayEquals(data, stored, "the server RDMA-read every byte, each part's at its offset");
+        List<ByteBuffer> writes = since(before, FakeSmb2Server.SMB2_WRITE);
+        assertEquals(2, writes.size(), "two WRITEs on the wire");
+        long first = writes.get(0).getLong(24);
+        // MS-SMB2 3.2.4.1.5: the second part takes the message ids after the first part's charge
+        assertEquals(first + 64, writes.get(1).getLong(24), "MessageId of the second part");
+        for (int i = 0; i < 2; i++) {
+            ByteBuffer w = writes.get(i);
+            // MS-SMB2 2.2.21: no data inline, RemainingBytes and the descriptor the part's
+            assertEquals(64, w.getShort(6), "CreditCharge of part " + i);
+            assertEquals(0, w.getInt(68), "Length of part " + i);
+            assertEquals(3L * MIB + 4L * MIB * i, w.getLong(72), "Offset of part " + i);
+            assertEquals(2, w.getInt(96), "Channel of part " + i);
+            assertEquals(4 * MIB, w.getInt(100), "RemainingBytes of part " + i);
+            assertEquals(4 * MIB, w.getInt(112 + 12), "the descriptor of part " + i);
+        }
+        assertNotEquals(writes.get(0).getInt(112 + 8), writes.get(1).getInt(112 + 8), "a registration of each part's own");
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(2, s.rdmaWrites());
+        assertEquals(1, s.splitWrites());
+        assertEquals(8 * MIB, s.rdmaWriteBytes());
+        assertEquals(2, s.remoteInvalidations(), "each part's registration invalidated by its response");
+        assertEquals(0, direct().statistics().registrationsLive(), "no registration left");
+        write(random(4096, 12), 0);
+        assertEquals(first + 128, lastRequest().getLong(24), "smbj's next message id");
+    }
+
+    @Test
+    void largeWrite_writePartsOne_staysOneRequest() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2, SmbjOptions.builder().writeParts(1).build(), SmbDirectConfig.defaults());
+        int before = server.requests.size();
+        byte[] data = random(8 * MIB, 13);
+        assertEquals(8 * MIB, write(data, 0));
+        assertArrayEquals(data, server.content);
+        assertEquals(1, since(before, FakeSmb2Server.SMB2_WRITE).size());
+        assertEquals(8 * MIB, since(before, FakeSmb2Server.SMB2_WRITE).get(0).getInt(100), "RemainingBytes");
+        assertEquals(0, smbj.statistics().splitWrites());
+    }
+
+    @Test
+    void largeWrite_secondPartFails_smbjGetsTheFailure_andNothingStaysRegistered() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        int diskFull = 0xC000007F;
+        int before = server.requests.size();
+        // the server serves requests in order: the second WRITE it answers is the second part
+        java.util.concurrent.atomic.AtomicInteger answered = new java.util.concurrent.atomic.AtomicInteger();
+        server.mangle = r -> answered.incrementAndGet() == 2
+                ? FakeSmb2Server.errorResponse(FakeSmb2Server.SMB2_WRITE, r.getLong(24), diskFull) : r;
+        SMB2WriteRequest w = new SMB2WriteRequest(connection.getNegotiatedProtocol().getDialect(), FILE, 0, 0,
+                new ArrayByteChunkProvider(random(8 * MIB, 14), 0), connection.getNegotiatedProtocol().getMaxWriteSize());
+        SMB2WriteResponse r = connection.<SMB2WriteResponse>send(w).get(30, TimeUnit.SECONDS);
+        assertEquals(diskFull & 0xffffffffL, r.getHeader().getStatusCode(), "the second part's status");
+        assertEquals(2, since(before, FakeSmb2Server.SMB2_WRITE).size());
+        assertEquals(0, direct().statistics().registrationsLive(), "no registration left");
+        assertTrue(direct().isOpen(), "a failed WRITE leaves the connection as it is");
+    }
+
+    @Test
+    void largeWrite_serverGoneMidway_failsTheRequest_andLeavesNothingRegistered() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        serverGoneMidway(() -> write(random(8 * MIB, 15), 0));
+    }
+
+    /**
+     * A provider that cannot send with invalidate (soft-iWARP's verbs provider: no memory windows,
+     * each registration a memory region of its own): a READ's registration is made ahead, once the
+     * READ before it is sent, and a request's registration ends after smbj has its response.
+     */
+    @Test
+    void reads_withoutRemoteInvalidation_registeredAhead_endedAfterTheHandOver() throws Exception {
+        startWithoutRemoteInvalidation();
+        SmbDirectConnection c = direct();
+        byte[] data = random(MIB, 16);
+        assertEquals(MIB, write(data, 0));
+        int before = server.requests.size();
+        for (int i = 0; i < 5; i++) {
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, i * 4096, (i + 1) * 4096), read(i * 4096, 4096).getData(),
+                    "READ " + i);
+            // the READ's own registration ends, and the next READ's is made, after smbj has the response
+            int n = i;
+            SmbjOverSim.waitUntil(() -> smbj.statistics().localInvalidations() == 2 + n
+                    && c.statistics().registrationsLive() == 1, "after READ " + n + ", its registration ended here and "
+                    + "one made ahead for the next (" + c.statistics().registrationsLive() + " live)");
+        }
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(5, s.rdmaReads());
+        // the first READ registered its own; each of the four after it took the one made ahead
+        assertEquals(4, s.readsRegisteredAhead());
+        List<ByteBuffer> reads = readsSince(before);
+        for (int i = 1; i < reads.size(); i++) {
+            assertNotEquals(reads.get(i - 1).getInt(112 + 8), reads.get(i).getInt(112 + 8),
+                    "READ " + i + " names a registration of its own (MS-SMBD 3.1.4.3)");
+        }
+        assertEquals(6, s.localInvalidations(), "the WRITE's and the five READs' ended here");
+
+        // a READ of another length registers its own, and the one ahead for 4 KiB ends
+        assertArrayEquals(java.util.Arrays.copyOf(data, 8192), read(0, 8192).getData());
+        assertEquals(4, smbj.statistics().readsRegisteredAhead());
+        SmbjOverSim.waitUntil(() -> smbj.statistics().localInvalidations() == 7 && c.statistics().registrationsLive() == 1,
+                "the 8 KiB READ's registration ended, one made ahead for 8 KiB (" + c.statistics().registrationsLive()
+                        + " live)");
+        connection.close();
+        SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 0,
+                "nothing registered after the close (" + c.statistics().registrationsLive() + " live)");
+    }
+
+    /**
+     * Without remote invalidation, a faulty READ response (DataRemaining beyond the buffer) ends the
+     * transport as anywhere else, and takes the READ's registration and the one made ahead with it.
+     */
+    @Test
+    void faultyRead_withoutRemoteInvalidation_endsTheTransport_nothingLeftRegistered() throws Exception {
+        startWithoutRemoteInvalidation();
+        SmbDirectConnection c = direct();
+        write(random(8192, 18), 0);
+        read(0, 4096);
+        server.mangle = r -> r.getShort(12) == FakeSmb2Server.SMB2_READ ? r.putInt(72, 4097) : r;
+        ExecutionException e = assertThrows(ExecutionException.class, () -> read(0, 4096));
+        assertTrue(String.valueOf(e.getCause()).contains("RDMA-wrote 4097 bytes into a buffer of 4096"),
+                String.valueOf(e.getCause()));
+        SmbjOverSim.waitUntil(() -> !c.isOpen() && c.statistics().registrationsLive() == 0,
+                "the connection closed with nothing registered (" + c.statistics().registrationsLive() + " live)");
+    }
+
+    @Test
+    void reads_withRemoteInvalidation_noneRegisteredAhead_nothingLeftWhenTheResponseArrives() throws Exception {
+        start(SMB2Dialect.SMB_3_0_2);
+        byte[] data = random(64 * 1024, 17);
+        write(data, 0);
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(java.util.Arrays.copyOf(data, 4096), read(0, 4096).getData());
+            assertEquals(0, direct().statistics().registrationsLive(), "READ " + i + ": nothing registered once smbj has it");
+        }
+        assertEquals(0, smbj.statistics().readsRegisteredAhead());
     }
 }

@@ -32,9 +32,19 @@ final class SmbjOverSim implements AutoCloseable {
     final SMBClient client;
 
     SmbjOverSim(SMB2Dialect dialect, SmbjOptions options, SmbDirectConfig config) throws Exception {
+        this(dialect, options, config, true);
+    }
+
+    /**
+     * As the other constructor, with {@code remoteInvalidate} false for a fabric without send with
+     * invalidate (as soft-iWARP, whose verbs provider has no memory windows).
+     */
+    SmbjOverSim(SMB2Dialect dialect, SmbjOptions options, SmbDirectConfig config, boolean remoteInvalidate)
+            throws Exception {
         RdmaProviderFactory sim = ServiceLoader.load(RdmaProviderFactory.class).stream().map(ServiceLoader.Provider::get)
                 .filter(f -> f.type().equals("sim")).findFirst().orElseThrow();
-        provider = sim.create(Map.of("fabric", "smbj-" + UUID.randomUUID())).get(0);
+        provider = sim.create(Map.of("fabric", "smbj-" + UUID.randomUUID(), "remoteInvalidate", remoteInvalidate))
+                .get(0);
         transport = ServiceLoader.load(SmbDirectFactory.class).findFirst().orElseThrow().create(List.of(provider), config);
         server = new FakeSmb2Server(transport, new InetSocketAddress(provider.addresses().get(0), 0));
         server.dialect = dialect.getValue();
