@@ -19,10 +19,13 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.smbdirect.smbj.RdmaChannelStatistics;
 import org.smbdirect.smbj.SmbjOptions;
 import org.smbdirect.smbj.SmbjTransport;
+import org.smbdirect.transport.ConnectionStatistics;
 import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConfig;
+import org.smbdirect.transport.SmbDirectConnection;
 
 import com.hierynomus.mssmb2.SMB2Dialect;
 import com.hierynomus.smbj.SMBClient;
@@ -77,6 +80,11 @@ class SmbjBenchmarkTest {
      * READs as up to N parts (the default is {@link SmbjOptions#readParts()} of the defaults).
      */
     private static final Integer READ_PARTS = Integer.getInteger("interop.benchReadParts");
+    /**
+     * With {@code -Dinterop.benchWriteParts=N}, one more row: smbj over SMB Direct sending its large
+     * WRITEs as up to N parts (the default is {@link SmbjOptions#writeParts()} of the defaults).
+     */
+    private static final Integer WRITE_PARTS = Integer.getInteger("interop.benchWriteParts");
 
     private static SmbDirect engine;
     private static SmbjTransport smbj;
@@ -119,6 +127,16 @@ class SmbjBenchmarkTest {
 
         /** Reads the 4 KiB at {@code offset}. */
         void readPage(long offset) throws Exception;
+
+        /** The SMB Direct connection's counters now, for a client over SMB Direct; else {@code null}. */
+        default ConnectionStatistics statistics() {
+            return null;
+        }
+
+        /** Its transport's RDMA-channel counters now, for a client over SMB Direct; else {@code null}. */
+        default RdmaChannelStatistics channel() {
+            return null;
+        }
     }
 
     @Test
@@ -132,19 +150,19 @@ class SmbjBenchmarkTest {
                 .withTimeout(120, TimeUnit.SECONDS).build();
         List<String> names = new ArrayList<>(List.of("smbj over SMB Direct", "smbj over TCP", "Linux cifs -o rdma",
                 "Linux cifs over TCP"));
-        List<ClientFactory> clients = new ArrayList<>(List.of(n -> new SmbjClient(direct, n), n -> new SmbjClient(tcp, n),
-                n -> new CifsClient(MOUNT, n), n -> new CifsClient(MOUNT_TCP, n)));
+        List<ClientFactory> clients = new ArrayList<>(List.of(n -> new SmbjClient(direct, n, smbj),
+                n -> new SmbjClient(tcp, n, null), n -> new CifsClient(MOUNT, n), n -> new CifsClient(MOUNT_TCP, n)));
         if (RDMA_FROM != null) {
-            SmbConfig from = SmbjTransport.create(engine, SmbjOptions.defaults().toBuilder().rdmaThreshold(RDMA_FROM)
-                    .build()).configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
             names.add("smbj SMBD, RDMA from " + RDMA_FROM + " B");
-            clients.add(n -> new SmbjClient(from, n));
+            clients.add(smbjWith(SmbjOptions.defaults().toBuilder().rdmaThreshold(RDMA_FROM).build(), dialect));
         }
         if (READ_PARTS != null) {
-            SmbConfig parts = SmbjTransport.create(engine, SmbjOptions.defaults().toBuilder().readParts(READ_PARTS)
-                    .build()).configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
             names.add("smbj SMBD, READs in " + READ_PARTS + " parts");
-            clients.add(n -> new SmbjClient(parts, n));
+            clients.add(smbjWith(SmbjOptions.defaults().toBuilder().readParts(READ_PARTS).build(), dialect));
+        }
+        if (WRITE_PARTS != null) {
+            names.add("smbj SMBD, WRITEs in " + WRITE_PARTS + " parts");
+            clients.add(smbjWith(SmbjOptions.defaults().toBuilder().writeParts(WRITE_PARTS).build(), dialect));
         }
         List<List<double[]>> results = new ArrayList<>();
         for (int c = 0; c < clients.size(); c++) {
@@ -185,6 +203,13 @@ class SmbjBenchmarkTest {
         Guest.record(table.toString().trim());
     }
 
+    /** smbj over SMB Direct with other options, on the same engine. */
+    private static ClientFactory smbjWith(SmbjOptions options, SMB2Dialect dialect) {
+        SmbjTransport t = SmbjTransport.create(engine, options);
+        SmbConfig config = t.configBuilder().withDialects(dialect).withTimeout(120, TimeUnit.SECONDS).build();
+        return n -> new SmbjClient(config, n, t);
+    }
+
     /** 3.0, 3.0.2 or 3.1.1 as smbj names it (SMB_3_0_2). */
     private static SMB2Dialect dialect() {
         return SMB2Dialect.valueOf("SMB_" + DIALECT.replace('.', '_'));
@@ -208,6 +233,10 @@ class SmbjBenchmarkTest {
         System.gc();
     }
 
+    private static double per(long count, long reads) {
+        return count / (double) reads;
+    }
+
     private static double mibps(long nanos) {
         return SIZE / (double) MIB / (nanos / 1e9);
     }
@@ -226,6 +255,12 @@ class SmbjBenchmarkTest {
         SplittableRandom[] random = new SplittableRandom[n];
         for (int c = 0; c < n; c++) {
             random[c] = new SplittableRandom(4096);
+        }
+        ConnectionStatistics[] before = new ConnectionStatistics[n];
+        RdmaChannelStatistics[] channelBefore = new RdmaChannelStatistics[n];
+        for (int c = 0; c < n; c++) {
+            before[c] = clients.get(c).statistics();
+            channelBefore[c] = clients.get(c).channel();
         }
         long slice = TimeUnit.MILLISECONDS.toNanos(SLICE_MILLIS);
         long slices = Math.max(1, RANDOM_NANOS / slice);
@@ -246,6 +281,20 @@ class SmbjBenchmarkTest {
         double[] rates = new double[n];
         for (int c = 0; c < n; c++) {
             rates[c] = ops[c] / (nanos[c] / 1e9);
+            ConnectionStatistics after = clients.get(c).statistics();
+            RdmaChannelStatistics channelAfter = clients.get(c).channel();
+            if (before[c] != null && after != null && channelBefore[c] != null && channelAfter != null) {
+                System.out.printf(Locale.ROOT, "client %d, per 4 KiB read: %.2f messages sent (%.2f fragments), %.2f "
+                        + "received (%.2f fragments), %.2f credits granted, %.2f keepalives sent, %.2f registered "
+                        + "ahead%n", c,
+                        per(after.messagesSent() - before[c].messagesSent(), ops[c]),
+                        per(after.fragmentsSent() - before[c].fragmentsSent(), ops[c]),
+                        per(after.messagesReceived() - before[c].messagesReceived(), ops[c]),
+                        per(after.fragmentsReceived() - before[c].fragmentsReceived(), ops[c]),
+                        per(after.creditsGranted() - before[c].creditsGranted(), ops[c]),
+                        per(after.keepalivesSent() - before[c].keepalivesSent(), ops[c]),
+                        per(channelAfter.readsRegisteredAhead() - channelBefore[c].readsRegisteredAhead(), ops[c]));
+            }
         }
         return rates;
     }
@@ -259,9 +308,12 @@ class SmbjBenchmarkTest {
         private final File file;
         private final String name;
         private final byte[] page = new byte[4096];
+        /** The transport under smbj, or {@code null} for smbj over TCP. */
+        private final SmbjTransport over;
 
-        SmbjClient(SmbConfig config, String name) throws IOException {
+        SmbjClient(SmbConfig config, String name, SmbjTransport over) throws IOException {
             this.name = name;
+            this.over = over;
             client = new SMBClient(config);
             try {
                 connection = client.connect(Guest.address().getHostAddress());
@@ -300,6 +352,16 @@ class SmbjBenchmarkTest {
         @Override
         public void readPage(long offset) {
             file.read(page, offset, 0, 4096);
+        }
+
+        @Override
+        public ConnectionStatistics statistics() {
+            return over == null ? null : over.connectionOf(connection).map(SmbDirectConnection::statistics).orElse(null);
+        }
+
+        @Override
+        public RdmaChannelStatistics channel() {
+            return over == null ? null : over.statistics();
         }
 
         @Override
