@@ -64,7 +64,7 @@ abstract class SplitRequest {
         int length = Smb2Messages.i32(request, Smb2Messages.READ_LENGTH);
         int charge = Smb2Messages.u16(request, Smb2Messages.CREDIT_CHARGE);
         int n = Math.max(1, Math.min(Math.min(maxParts, length / MIN_PART), charge));
-        int per = (length / n + CREDIT - 1) / CREDIT * CREDIT;
+        int per = Math.max(CREDIT, (length / n + CREDIT - 1) / CREDIT * CREDIT);
         n = (length + per - 1) / per;
         starts = new int[n];
         lengths = new int[n];

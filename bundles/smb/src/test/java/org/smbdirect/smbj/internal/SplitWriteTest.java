@@ -65,6 +65,7 @@ class SplitWriteTest {
         }
         assertNull(SplitWrite.of(request(8 * MIB, 128, 128, 0), ByteBuffer.allocate(8 * MIB), 1), "writeParts 1");
         assertNull(SplitWrite.of(request(MIB + 1, 17, 17, 0), ByteBuffer.allocate(MIB + 1), 2), "below 2 MiB");
+        assertNull(SplitWrite.of(request(0, 0, 1, 0), ByteBuffer.allocate(0), 2), "nothing to write");
     }
 
     @Test
