@@ -274,7 +274,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
         long messageId = inner.getHeader().getMessageId();
         RegisteredBuffer registration = null;
-        RegistrationAhead.Ready made = read ? ahead.take(length) : null;
+        // only where registrations are regions of their own is one made ahead
+        RegistrationAhead.Ready made = read && regionsOfTheirOwn ? ahead.take(length) : null;
         if (made != null) {
             buffers.give(buffer);
             buffer = made.buffer();
