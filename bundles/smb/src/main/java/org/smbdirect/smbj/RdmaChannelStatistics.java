@@ -107,12 +107,21 @@ public interface RdmaChannelStatistics {
     long splitWrites();
 
     /**
-     * READs through the RDMA channel that took a registration made ahead of them: on a provider
-     * whose registrations are memory regions of their own (no memory windows, no send with
-     * invalidate: soft-iWARP), the registration for the next READ of the same length is made once
-     * the last one's response is with smbj, off the path of the next request.
+     * READs through the RDMA channel that took a registration made ahead of them (a split READ
+     * counts once): on a provider whose registrations are memory regions of their own (no memory
+     * windows, no send with invalidate: soft-iWARP), the registration for the next READ of the
+     * same length is made by the caller once a READ is sent, while the server serves it, off the
+     * path of the next request.
      *
      * @return the count
      */
     long readsRegisteredAhead();
+
+    /**
+     * WRITEs through the RDMA channel that took a registration made ahead of them, as {@link
+     * #readsRegisteredAhead()} for READs (smbj's data is copied straight into its buffer).
+     *
+     * @return the count
+     */
+    long writesRegisteredAhead();
 }

@@ -78,6 +78,18 @@ public interface SmbjTransport extends TransportLayerFactory<SMBPacketData<?>, S
     Optional<SmbDirectConnection> connectionOf(Connection connection);
 
     /**
+     * The registrations this transport holds on an smbj connection's SMB Direct connection for
+     * requests not yet sent: where registrations are memory regions of their own (a provider
+     * without memory windows, such as soft-iWARP), the next READ's and the next WRITE's buffers are
+     * registered while the server serves the last ones, one registration per part of a request sent
+     * in parts. They count in the SMB Direct connection's live registrations.
+     *
+     * @param connection an smbj connection
+     * @return the count; 0 where none are made ahead, or for a connection not made by this transport
+     */
+    int registeredAhead(Connection connection);
+
+    /**
      * The SMB Direct transport underneath.
      *
      * @return the transport

@@ -175,18 +175,18 @@ public final class SmbCopyCommand {
     /**
      * The registrations left on the connection after the copy: none, as every request's ended with
      * its response. Where registrations are memory regions of their own (soft-iWARP), the last one
-     * ends just after smbj has the response, which is given up to a second, and the one made ahead
-     * for a next READ ({@link RegistrationAhead}) is named as such.
+     * ends just after smbj has the response, which is given up to a second, and those made ahead
+     * for the next READ and WRITE ({@link RegistrationAhead}) are named as such.
      */
     private static void printLeft(SmbjTransport t, Connection connection, SmbDirectConnection direct, PrintStream out)
             throws InterruptedException {
-        int ahead = t instanceof SmbjTransportImpl ? ((SmbjTransportImpl) t).registeredAhead(connection) : 0;
+        int ahead = t.registeredAhead(connection);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
         while (direct.statistics().registrationsLive() > ahead && System.nanoTime() < deadline) {
             TimeUnit.MILLISECONDS.sleep(5);
         }
         out.println("registrations left on the connection: " + (direct.statistics().registrationsLive() - ahead)
-                + (ahead > 0 ? ", besides " + ahead + " made ahead for a next READ" : ""));
+                + (ahead > 0 ? ", besides " + ahead + " made ahead for the next requests" : ""));
     }
 
     /** The path the data of a direction took, from the transport's counters. */

@@ -91,7 +91,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     /**
      * Whether registrations are memory regions of their own (the provider has no memory windows
      * and cannot send with invalidate): then registering and deregistering are system calls, so a
-     * READ's registration is made ahead and a request's ends after smbj has its response.
+     * READ's and a WRITE's registrations are made ahead and a request's end after smbj has its
+     * response.
      */
     private volatile boolean regionsOfTheirOwn;
     /** smbj's session table (see {@link SmbjInternals#sessionTable}), once needed. */
@@ -136,7 +137,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         return limits;
     }
 
-    /** Registrations made ahead for the next READ (0 or 1). */
+    /** Registrations made ahead for the next READ and WRITE (one per part). */
     int registeredAhead() {
         return ahead.count();
     }
@@ -245,7 +246,10 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         // smbj's own request, serialized once: a WRITE takes its data from smbj's chunk provider here,
         // straight into the buffer
         int payload = payload(inner);
-        ByteBuffer buffer = buffers.take(payload);
+        // only where registrations are regions of their own are they made ahead; a WRITE's data goes
+        // straight into the buffer registered ahead for it
+        RegistrationAhead.Ready made = !read && regionsOfTheirOwn ? ahead.take(false, payload) : null;
+        ByteBuffer buffer = made != null ? made.buffer() : buffers.take(payload);
         byte[] request;
         int length;
         try {
@@ -263,25 +267,52 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 buffer.flip();
             }
         } catch (RuntimeException e) {
-            buffers.give(buffer);
+            if (made != null) {
+                ahead.release(made, true);
+            } else {
+                buffers.give(buffer);
+            }
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
         }
         SplitRequest split = read ? SplitRead.of(request, buffer, options.readParts())
                 : SplitWrite.of(request, buffer, options.writeParts());
-        if (split != null) {
-            split(c, packet, inner, request, split, read, channel);
-            return;
+        if (read && regionsOfTheirOwn) {
+            made = ahead.take(true, length);
+            if (made != null && made.fits(length, split)) {
+                buffers.give(buffer);
+                buffer = made.buffer();
+                split = split == null ? null : SplitRead.of(request, buffer, options.readParts());
+            } else if (made != null) {
+                ahead.release(made, true);
+                made = null;
+            }
+        } else if (made != null && !made.fits(length, split)) {
+            // a WRITE of another length or other parts than the one before: its data stays in the buffer
+            ahead.release(made, false);
+            made = null;
         }
-        long messageId = inner.getHeader().getMessageId();
-        RegisteredBuffer registration = null;
-        // only where registrations are regions of their own is one made ahead
-        RegistrationAhead.Ready made = read && regionsOfTheirOwn ? ahead.take(length) : null;
+        RegisteredBuffer[] registered = made == null ? null : made.registrations();
         if (made != null) {
-            buffers.give(buffer);
-            buffer = made.buffer();
-            registration = made.registration();
-            statistics.readsRegisteredAhead.incrementAndGet();
+            (read ? statistics.readsRegisteredAhead : statistics.writesRegisteredAhead).incrementAndGet();
         }
+        if (split != null) {
+            split(c, packet, inner, request, split, read, channel, registered);
+        } else {
+            whole(c, packet, inner, request, buffer, length, read, channel, registered == null ? null : registered[0]);
+        }
+        if (regionsOfTheirOwn && (read || length == payload)) {
+            // while the server serves this request, the next one's registration is made (a WRITE's
+            // only when its Length is its payload, which the next WRITE's is looked up by: smbj
+            // sizes a WRITE's payload to its data)
+            ahead.prepare(c, read, length, split);
+        }
+    }
+
+    /** A READ or WRITE through the RDMA channel as one request, on {@code registration} if made ahead. */
+    private void whole(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, byte[] request, ByteBuffer buffer,
+            int length, boolean read, int channel, RegisteredBuffer madeAhead) throws TransportException {
+        long messageId = inner.getHeader().getMessageId();
+        RegisteredBuffer registration = madeAhead;
         byte[] message;
         try {
             if (registration == null) {
@@ -315,10 +346,6 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
         if (read) {
             sent.destination.prepare();
-            if (regionsOfTheirOwn) {
-                // while the server serves this READ, the next one's registration is made
-                ahead.prepare(c, length);
-            }
         }
         (read ? statistics.rdmaReads : statistics.rdmaWrites).incrementAndGet();
         if (!read) {
@@ -330,11 +357,13 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
      * A large READ or WRITE as several in flight ({@link SplitRequest}): each part gets its own
      * registration of its slice of the buffer, its own request, signed as smbj's would have been,
      * and is pending under its own message id until its response arrives.
+     *
+     * @param madeAhead the parts' registrations, made ahead, or {@code null}
      */
     private void split(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, byte[] request, SplitRequest split,
-            boolean read, int channel) throws TransportException {
+            boolean read, int channel, RegisteredBuffer[] madeAhead) throws TransportException {
         int n = split.parts();
-        RegisteredBuffer[] registrations = new RegisteredBuffer[n];
+        RegisteredBuffer[] registrations = madeAhead != null ? madeAhead.clone() : new RegisteredBuffer[n];
         byte[][] messages = new byte[n][];
         try {
             SecretKey key = packet instanceof PacketSignatory.SignedPacketWrapper ? signingKey(inner) : null;
@@ -342,8 +371,10 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             Session session = session(inner.getHeader().getSessionId());
             split.signingKey = key != null || session == null ? key : session.getSigningKey(inner.getHeader(), false);
             for (int i = 0; i < n; i++) {
-                registrations[i] = c.registerForNextSend(split.buffer.slice(split.start(i), split.length(i)),
-                        read ? RemoteAccess.WRITE : RemoteAccess.READ);
+                if (registrations[i] == null) {
+                    registrations[i] = c.registerForNextSend(split.buffer.slice(split.start(i), split.length(i)),
+                            read ? RemoteAccess.WRITE : RemoteAccess.READ);
+                }
                 List<BufferDescriptorV1> descriptors = registrations[i].descriptors();
                 messages[i] = read ? Smb2Messages.rdmaReadRequest(split.request(request, i), channel, descriptors)
                         : Smb2Messages.rdmaWriteRequest(split.request(request, i), channel, descriptors, split.length(i));
@@ -417,10 +448,19 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             return null;
         }
         pending.remove(split.messageId(p.part));
-        ended(p, invalidatedToken);
+        // where registrations are regions of their own, the last part's registration ends once smbj
+        // has the response, as a whole request's does (onMessage)
+        boolean endLater = regionsOfTheirOwn && split.lastToArrive();
+        if (!endLater) {
+            ended(p, invalidatedToken);
+        }
         if (!partSignatureVerified(response, split) || !split.arrived(p.part, response)) {
+            if (endLater) {
+                ended(p, invalidatedToken);
+            }
             return null;
         }
+        boolean handedOver = false;
         try {
             byte[] merged = split.response();
             if (p.read && Smb2Messages.i32(merged, Smb2Messages.STATUS) == 0) {
@@ -433,9 +473,15 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             if (split.signed() && split.signingKey != null) {
                 signing.sign(merged, split.signingKey);
             }
+            handedOver = endLater;
             return merged;
         } finally {
-            giveBack(split);
+            if (!handedOver) {
+                if (endLater) {
+                    ended(p, invalidatedToken);
+                }
+                giveBack(split);
+            }
         }
     }
 
@@ -572,6 +618,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                         return;
                     }
                     merged = true;
+                    if (regionsOfTheirOwn) {
+                        later = p; // the last part's, with the split's buffer
+                    }
                 } else if (p != null && regionsOfTheirOwn) {
                     later = completed(messageId, p, bytes);
                 } else if (p != null) {
@@ -604,6 +653,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 // invalidation too: the region is the kernel's until deregistered); the READ's data was
                 // taken out of the buffer before, and the buffer returns to the pool once deregistered
                 ended(later, invalidatedToken);
+                if (later.split != null) {
+                    giveBack(later.split);
+                }
             }
         }
     }

@@ -107,6 +107,11 @@ public final class SmbjComponent implements SmbjTransport {
     }
 
     @Override
+    public int registeredAhead(Connection connection) {
+        return delegate.registeredAhead(connection);
+    }
+
+    @Override
     public SmbDirect transport() {
         return delegate.transport();
     }

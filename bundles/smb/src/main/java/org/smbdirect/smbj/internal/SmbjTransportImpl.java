@@ -71,13 +71,8 @@ public final class SmbjTransportImpl implements SmbjTransport {
         return Optional.empty();
     }
 
-    /**
-     * Registrations this transport made ahead for the next READ of smbj's connection (0 or 1).
-     *
-     * @param connection smbj's connection
-     * @return the count
-     */
-    int registeredAhead(Connection connection) {
+    @Override
+    public int registeredAhead(Connection connection) {
         for (SmbDirectTransportLayer l : layers) {
             if (l.smbjConnection() == connection) {
                 return l.registeredAhead();

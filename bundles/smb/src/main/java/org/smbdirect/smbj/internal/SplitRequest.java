@@ -151,6 +151,11 @@ abstract class SplitRequest {
         return ++arrived == responses.length;
     }
 
+    /** Whether one part's final response is still to come: the next to arrive is the last. */
+    final synchronized boolean lastToArrive() {
+        return arrived == responses.length - 1;
+    }
+
     /**
      * A part's successful response, before it is kept (a READ's inline data goes into its slice).
      *

@@ -545,8 +545,10 @@ class RdmaChannelTest {
             // the READ's own registration ends, and the next READ's is made, after smbj has the response
             int n = i;
             SmbjOverSim.waitUntil(() -> smbj.statistics().localInvalidations() == 2 + n
-                    && c.statistics().registrationsLive() == 1, "after READ " + n + ", its registration ended here and "
-                    + "one made ahead for the next (" + c.statistics().registrationsLive() + " live)");
+                    && c.statistics().registrationsLive() == 2, "after READ " + n + ", its registration ended here and "
+                    + "one made ahead for the next READ, besides the next WRITE's (" + c.statistics().registrationsLive()
+                    + " live)");
+            assertEquals(2, smbj.registeredAhead(connection), "one for the next READ, one for the next WRITE");
         }
         RdmaChannelStatistics s = smbj.statistics();
         assertEquals(5, s.rdmaReads());
@@ -562,9 +564,95 @@ class RdmaChannelTest {
         // a READ of another length registers its own, and the one ahead for 4 KiB ends
         assertArrayEquals(java.util.Arrays.copyOf(data, 8192), read(0, 8192).getData());
         assertEquals(4, smbj.statistics().readsRegisteredAhead());
-        SmbjOverSim.waitUntil(() -> smbj.statistics().localInvalidations() == 7 && c.statistics().registrationsLive() == 1,
+        SmbjOverSim.waitUntil(() -> smbj.statistics().localInvalidations() == 7 && c.statistics().registrationsLive() == 2,
                 "the 8 KiB READ's registration ended, one made ahead for 8 KiB (" + c.statistics().registrationsLive()
                         + " live)");
+        connection.close();
+        SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 0,
+                "nothing registered after the close (" + c.statistics().registrationsLive() + " live)");
+    }
+
+    /**
+     * Without remote invalidation, a WRITE's registration is made ahead too, once the WRITE before
+     * it is sent, and smbj's data goes straight into its buffer: each WRITE names a region of its
+     * own, and the server reads each WRITE's own data. A WRITE of another length registers its own
+     * and ends the one made ahead.
+     */
+    @Test
+    void writes_withoutRemoteInvalidation_registeredAhead_eachWithItsOwnData() throws Exception {
+        startWithoutRemoteInvalidation();
+        SmbDirectConnection c = direct();
+        int before = server.requests.size();
+        byte[][] data = new byte[3][];
+        for (int i = 0; i < 3; i++) {
+            data[i] = random(MIB, 30 + i);
+            assertEquals(MIB, write(data[i], (long) i * MIB), "WRITE " + i);
+        }
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(data[i], java.util.Arrays.copyOfRange(server.content, i * MIB, (i + 1) * MIB),
+                    "the server RDMA-read WRITE " + i + "'s own data");
+        }
+        assertEquals(2, smbj.statistics().writesRegisteredAhead(), "the two WRITEs after the first");
+        List<ByteBuffer> writes = since(before, FakeSmb2Server.SMB2_WRITE);
+        for (int i = 1; i < writes.size(); i++) {
+            assertNotEquals(writes.get(i - 1).getInt(112 + 8), writes.get(i).getInt(112 + 8),
+                    "WRITE " + i + " names a registration of its own (MS-SMBD 3.1.4.3)");
+        }
+        SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 1,
+                "the WRITEs' registrations ended, one made ahead (" + c.statistics().registrationsLive() + " live)");
+        assertEquals(1, smbj.registeredAhead(connection));
+
+        // a WRITE of another length registers its own, the one made ahead for 1 MiB ends, and one is
+        // made for 100,000 bytes, which the next WRITE of that length takes
+        byte[] small = random(100_000, 33);
+        assertEquals(small.length, write(small, 0));
+        assertArrayEquals(small, java.util.Arrays.copyOf(server.content, small.length));
+        assertEquals(2, smbj.statistics().writesRegisteredAhead());
+        int tokenOfTheSmallOne = lastRequest().getInt(112 + 8);
+        SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 1 && smbj.statistics().localInvalidations() == 4,
+                "the 1 MiB registration made ahead and the 100,000-byte WRITE's ended, one made ahead for 100,000 bytes ("
+                        + c.statistics().registrationsLive() + " live)");
+        byte[] again = random(100_000, 34);
+        assertEquals(again.length, write(again, 0));
+        assertArrayEquals(again, java.util.Arrays.copyOf(server.content, again.length));
+        assertEquals(3, smbj.statistics().writesRegisteredAhead());
+        assertNotEquals(tokenOfTheSmallOne, lastRequest().getInt(112 + 8));
+        assertEquals(1, smbj.registeredAhead(connection));
+    }
+
+    /**
+     * Without remote invalidation, a WRITE and a READ sent in parts take registrations made ahead
+     * for each part, and the last part's registration ends after smbj has the merged response:
+     * once the second of each is done, nothing is registered but what is made ahead for the next.
+     */
+    @Test
+    void splitRequests_withoutRemoteInvalidation_registeredAheadPerPart() throws Exception {
+        startWithoutRemoteInvalidation();
+        SmbDirectConnection c = direct();
+        int before = server.requests.size();
+        byte[] first = random(8 * MIB, 34);
+        byte[] second = random(8 * MIB, 35);
+        assertEquals(8 * MIB, write(first, 0));
+        assertEquals(8 * MIB, write(second, 8 * MIB));
+        assertArrayEquals(second, java.util.Arrays.copyOfRange(server.content, 8 * MIB, 16 * MIB));
+        assertArrayEquals(first, java.util.Arrays.copyOf(server.content, 8 * MIB));
+        assertArrayEquals(first, read(0, 8 * MIB).getData());
+        assertArrayEquals(second, read(8 * MIB, 8 * MIB).getData());
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(2, s.splitWrites());
+        assertEquals(2, s.splitReads());
+        assertEquals(1, s.writesRegisteredAhead(), "the second WRITE's two parts");
+        assertEquals(1, s.readsRegisteredAhead(), "the second READ's two parts");
+        List<ByteBuffer> writes = since(before, FakeSmb2Server.SMB2_WRITE);
+        assertEquals(4, writes.size(), "two WRITEs of two parts each");
+        java.util.Set<Integer> tokens = new java.util.HashSet<>();
+        for (ByteBuffer w : writes) {
+            tokens.add(w.getInt(112 + 8));
+        }
+        assertEquals(4, tokens.size(), "each part of each WRITE names a registration of its own");
+        SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 4, "the last parts' registrations ended, "
+                + "two made ahead for each kind (" + c.statistics().registrationsLive() + " live)");
+        assertEquals(4, smbj.registeredAhead(connection));
         connection.close();
         SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 0,
                 "nothing registered after the close (" + c.statistics().registrationsLive() + " live)");
