@@ -23,6 +23,7 @@ public final class SmbjOptions {
     private final Duration connectTimeout;
     private final int readParts;
     private final int writeParts;
+    private final boolean registerAhead;
 
     private SmbjOptions(Builder b) {
         rdmaChannel = b.rdmaChannel;
@@ -31,11 +32,12 @@ public final class SmbjOptions {
         connectTimeout = b.connectTimeout;
         readParts = b.readParts;
         writeParts = b.writeParts;
+        registerAhead = b.registerAhead;
     }
 
     /**
      * The defaults: RDMA channel on, threshold 4 KiB, remote invalidation on, 60 s to connect, large
-     * READs and WRITEs in two parts.
+     * READs and WRITEs in two parts, registrations made ahead where they are memory regions of their own.
      *
      * @return the default options
      */
@@ -60,7 +62,7 @@ public final class SmbjOptions {
     public Builder toBuilder() {
         return new Builder().rdmaChannel(rdmaChannel).rdmaThreshold(rdmaThreshold)
                 .remoteInvalidation(remoteInvalidation).connectTimeout(connectTimeout).readParts(readParts)
-                .writeParts(writeParts);
+                .writeParts(writeParts).registerAhead(registerAhead);
     }
 
     /**
@@ -127,6 +129,21 @@ public final class SmbjOptions {
         return writeParts;
     }
 
+    /**
+     * Whether, where registrations are memory regions of their own (a provider without memory
+     * windows, which cannot send with invalidate: soft-iWARP), the buffers of a connection's next
+     * READ and next WRITE through the RDMA channel are registered while the server serves the last
+     * ones, so that registering (a system call pinning every page) is off the request's path. The
+     * price: between requests each such connection keeps up to one READ's and one WRITE's buffer
+     * registered (the size of smbj's last request of each, several MiB for large transfers). Where
+     * registrations are memory windows bound with the request, nothing is made ahead either way.
+     *
+     * @return {@code true} by default
+     */
+    public boolean registerAhead() {
+        return registerAhead;
+    }
+
     @Override
     public boolean equals(Object o) {
         if (!(o instanceof SmbjOptions)) {
@@ -135,19 +152,21 @@ public final class SmbjOptions {
         SmbjOptions other = (SmbjOptions) o;
         return rdmaChannel == other.rdmaChannel && rdmaThreshold == other.rdmaThreshold
                 && remoteInvalidation == other.remoteInvalidation && connectTimeout.equals(other.connectTimeout)
-                && readParts == other.readParts && writeParts == other.writeParts;
+                && readParts == other.readParts && writeParts == other.writeParts
+                && registerAhead == other.registerAhead;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout, readParts, writeParts);
+        return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout, readParts, writeParts,
+                registerAhead);
     }
 
     @Override
     public String toString() {
         return "SmbjOptions[rdmaChannel=" + rdmaChannel + ", rdmaThreshold=" + rdmaThreshold
                 + ", remoteInvalidation=" + remoteInvalidation + ", connectTimeout=" + connectTimeout + ", readParts=" + readParts
-                + ", writeParts=" + writeParts + "]";
+                + ", writeParts=" + writeParts + ", registerAhead=" + registerAhead + "]";
     }
 
     /** Builds {@link SmbjOptions}. */
@@ -158,6 +177,7 @@ public final class SmbjOptions {
         private Duration connectTimeout = Duration.ofSeconds(60);
         private int readParts = DEFAULT_READ_PARTS;
         private int writeParts = DEFAULT_WRITE_PARTS;
+        private boolean registerAhead = true;
 
         private Builder() {
         }
@@ -242,6 +262,17 @@ public final class SmbjOptions {
                 throw new IllegalArgumentException("writeParts must be between 1 and 16, was " + parts);
             }
             writeParts = parts;
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbjOptions#registerAhead()}.
+         *
+         * @param ahead whether registrations are made ahead where they are memory regions of their own
+         * @return this builder
+         */
+        public Builder registerAhead(boolean ahead) {
+            registerAhead = ahead;
             return this;
         }
 

@@ -164,6 +164,35 @@ final class Guest {
         return back;
     }
 
+    /**
+     * No registration left on an open connection once its transfers are done, but those the smbj
+     * transport made ahead for the next READ and WRITE where registrations are memory regions of
+     * their own (soft-iWARP: no memory windows, no send with invalidate), and none of those on RoCE.
+     * Where they are made, the last request's registration ends just after smbj has its response:
+     * it is given a moment.
+     */
+    static void nothingLeftButWhatIsMadeAhead(org.smbdirect.smbj.SmbjTransport t,
+            com.hierynomus.smbj.connection.Connection connection, org.smbdirect.transport.SmbDirectConnection direct,
+            String what) throws InterruptedException {
+        int ahead = t.registeredAhead(connection);
+        if (direct.parameters().remoteInvalidate() && ahead != 0) {
+            throw new AssertionError(what + ": " + ahead + " made ahead where registrations are memory windows");
+        }
+        waitFor(() -> direct.statistics().registrationsLive() <= ahead, what + ": " + direct.statistics().registrationsLive()
+                + " registrations left, " + ahead + " made ahead allowed");
+    }
+
+    /** Waits up to 10 s for what the transport does just after smbj has a response, failing with {@code what}. */
+    static void waitFor(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(what + ": not within 10 s");
+            }
+            TimeUnit.MILLISECONDS.sleep(5);
+        }
+    }
+
     /** Appends lines to {@code negotiated.txt}, which the host prints and the README quotes. */
     static void record(String line) {
         System.out.println(line);

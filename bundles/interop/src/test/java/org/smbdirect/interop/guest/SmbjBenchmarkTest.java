@@ -85,6 +85,11 @@ class SmbjBenchmarkTest {
      * WRITEs as up to N parts (the default is {@link SmbjOptions#writeParts()} of the defaults).
      */
     private static final Integer WRITE_PARTS = Integer.getInteger("interop.benchWriteParts");
+    /**
+     * With {@code -Dinterop.benchRegisterAhead=false}, one more row: smbj over SMB Direct without
+     * registrations made ahead ({@link SmbjOptions#registerAhead()}), to compare in the same run.
+     */
+    private static final boolean NOT_AHEAD = "false".equals(System.getProperty("interop.benchRegisterAhead"));
 
     private static SmbDirect engine;
     private static SmbjTransport smbj;
@@ -164,6 +169,10 @@ class SmbjBenchmarkTest {
             names.add("smbj SMBD, WRITEs in " + WRITE_PARTS + " parts");
             clients.add(smbjWith(SmbjOptions.defaults().toBuilder().writeParts(WRITE_PARTS).build(), dialect));
         }
+        if (NOT_AHEAD) {
+            names.add("smbj SMBD, none made ahead");
+            clients.add(smbjWith(SmbjOptions.defaults().toBuilder().registerAhead(false).build(), dialect));
+        }
         List<List<double[]>> results = new ArrayList<>();
         for (int c = 0; c < clients.size(); c++) {
             results.add(new ArrayList<>());
@@ -176,7 +185,7 @@ class SmbjBenchmarkTest {
                     open.add(clients.get(c).open("bench-" + c + ".bin"));
                     copies.add(open.get(c).copy(data));
                 }
-                double[] reads = randomReads(open);
+                double[] reads = randomReads(open, names);
                 for (int c = 0; c < clients.size(); c++) {
                     double[] r = copies.get(c);
                     results.get(c).add(new double[] {r[0], r[1], reads[c], r[2]});
@@ -246,9 +255,11 @@ class SmbjBenchmarkTest {
      * {@value #SLICE_MILLIS} ms until each had {@code RANDOM_NANOS}; every client reads the same
      * sequence of offsets.
      *
+     * @param clients the clients
+     * @param names their names, for what is printed about each
      * @return reads per second of each client, over its own slices
      */
-    private static double[] randomReads(List<Client> clients) throws Exception {
+    private static double[] randomReads(List<Client> clients, List<String> names) throws Exception {
         int n = clients.size();
         long[] ops = new long[n];
         long[] nanos = new long[n];
@@ -284,9 +295,9 @@ class SmbjBenchmarkTest {
             ConnectionStatistics after = clients.get(c).statistics();
             RdmaChannelStatistics channelAfter = clients.get(c).channel();
             if (before[c] != null && after != null && channelBefore[c] != null && channelAfter != null) {
-                System.out.printf(Locale.ROOT, "client %d, per 4 KiB read: %.2f messages sent (%.2f fragments), %.2f "
+                System.out.printf(Locale.ROOT, "%s, per 4 KiB read: %.2f messages sent (%.2f fragments), %.2f "
                         + "received (%.2f fragments), %.2f credits granted, %.2f keepalives sent, %.2f registered "
-                        + "ahead%n", c,
+                        + "ahead%n", names.get(c),
                         per(after.messagesSent() - before[c].messagesSent(), ops[c]),
                         per(after.fragmentsSent() - before[c].fragmentsSent(), ops[c]),
                         per(after.messagesReceived() - before[c].messagesReceived(), ops[c]),
@@ -328,6 +339,7 @@ class SmbjBenchmarkTest {
 
         @Override
         public double[] copy(byte[] data) throws IOException {
+            RdmaChannelStatistics s0 = channel();
             collected();
             long start = System.nanoTime();
             file.write(data, 0);
@@ -338,6 +350,14 @@ class SmbjBenchmarkTest {
             start = System.nanoTime();
             Guest.readAll(file, back);
             long read = System.nanoTime() - start;
+            RdmaChannelStatistics s1 = channel();
+            if (s0 != null && s1 != null) {
+                System.out.printf(Locale.ROOT, "%s, 64 MiB: %d WRITEs through the RDMA channel (%d of smbj's sent in "
+                        + "parts, %d on registrations made ahead), %d READs (%d in parts, %d made ahead)%n", name,
+                        s1.rdmaWrites() - s0.rdmaWrites(), s1.splitWrites() - s0.splitWrites(),
+                        s1.writesRegisteredAhead() - s0.writesRegisteredAhead(), s1.rdmaReads() - s0.rdmaReads(),
+                        s1.splitReads() - s0.splitReads(), s1.readsRegisteredAhead() - s0.readsRegisteredAhead());
+            }
             assertArrayEquals(data, back, name + " read back");
             // smbj's stream read (File.read(OutputStream)): its input stream keeps one READ ahead
             Sink sink = new Sink(SIZE);

@@ -187,7 +187,7 @@ class SmbjFileAccessTest {
                         assertTrue(e1.bytesSent() - e0.bytesSent() > size, name + ": the data went in the WRITE");
                         assertTrue(e2.bytesReceived() - e1.bytesReceived() > size, name + ": and came in the READ response");
                     }
-                    nothingLeftButWhatIsMadeAhead(connection, direct, name);
+                    Guest.nothingLeftButWhatIsMadeAhead(smbj, connection, direct, name);
                     line.append(String.format(" %s write %.1f MiB/s read %.1f MiB/s (%d RDMA requests);", label(size),
                             size / (double) MIB / (writeNanos / 1e9), size / (double) MIB / (readNanos / 1e9), rdmaRequests));
                 }
@@ -200,23 +200,6 @@ class SmbjFileAccessTest {
 
     private static String label(int size) {
         return size >= MIB ? (size >> 20) + " MiB" + (size % MIB == 0 ? "" : " + " + size % MIB) : size + " B";
-    }
-
-    /**
-     * No registration left on an open connection once its transfers are done, but those made ahead
-     * for the next READ and WRITE where registrations are memory regions of their own (soft-iWARP:
-     * no memory windows, no send with invalidate; {@code RegistrationAhead}), and none of those on
-     * RoCE. Where they are made, the last request's registration ends just after smbj has its
-     * response: it is given a moment.
-     */
-    private static void nothingLeftButWhatIsMadeAhead(Connection connection, SmbDirectConnection direct, String what)
-            throws InterruptedException {
-        int ahead = smbj.registeredAhead(connection);
-        if (direct.parameters().remoteInvalidate()) {
-            assertEquals(0, ahead, what + ": none made ahead where registrations are memory windows");
-        }
-        waitFor(() -> direct.statistics().registrationsLive() <= ahead, what + ": " + direct.statistics().registrationsLive()
-                + " registrations left, " + ahead + " made ahead allowed");
     }
 
     /**
@@ -242,14 +225,14 @@ class SmbjFileAccessTest {
             direct = c;
             boolean ahead = !c.parameters().remoteInvalidate();
             // on iWARP, one is made ahead for a next WRITE of 4 KiB
-            waitFor(() -> c.statistics().registrationsLive() == (ahead ? 1 : 0), "the WRITE's registration ended");
+            Guest.waitFor(() -> c.statistics().registrationsLive() == (ahead ? 1 : 0), "the WRITE's registration ended");
             RdmaChannelStatistics s0 = smbj.statistics();
             for (int i = 0; i < 10; i++) {
                 assertArrayEquals(data, Guest.readAll(file, data.length), "READ " + i);
                 if (ahead) {
                     // the READ's own registration ended and the next one's was made, after smbj had the response
                     long ended = s0.remoteInvalidations() + s0.localInvalidations() + i + 1;
-                    waitFor(() -> smbj.statistics().remoteInvalidations() + smbj.statistics().localInvalidations() == ended
+                    Guest.waitFor(() -> smbj.statistics().remoteInvalidations() + smbj.statistics().localInvalidations() == ended
                             && c.statistics().registrationsLive() == 2, "READ's registration ended, one made ahead "
                                     + "(besides the WRITE's)");
                 }
@@ -258,21 +241,11 @@ class SmbjFileAccessTest {
             assertEquals(10, s1.rdmaReads() - s0.rdmaReads(), "ten READs through the RDMA channel");
             assertEquals(ahead ? 9 : 0, s1.readsRegisteredAhead() - s0.readsRegisteredAhead(),
                     (ahead ? "iWARP" : "RoCE") + ": READs that took a registration made ahead");
-            nothingLeftButWhatIsMadeAhead(connection, direct, "after ten READs");
+            Guest.nothingLeftButWhatIsMadeAhead(smbj, connection, direct, "after ten READs");
         }
         assertEquals(0, direct.statistics().registrationsLive(), "nothing registered after the close");
     }
 
-    /** Waits up to 10 s for what the transport does just after smbj has a response, failing with {@code what}. */
-    private static void waitFor(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(what + ": not within 10 s");
-            }
-            TimeUnit.MILLISECONDS.sleep(5);
-        }
-    }
 
     @Test
     @Order(10)
@@ -339,7 +312,7 @@ class SmbjFileAccessTest {
                         file.write(data, 0);
                         assertArrayEquals(data, Guest.readAll(file, size), name + " read back");
                         SmbDirectConnection direct = smbj.connectionOf(connection).orElseThrow();
-                        nothingLeftButWhatIsMadeAhead(connection, direct, name);
+                        Guest.nothingLeftButWhatIsMadeAhead(smbj, connection, direct, name);
                         long[] result = {session.getSessionId()};
                         allOpen.await(5, TimeUnit.MINUTES);
                         return result;

@@ -95,6 +95,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
      * response.
      */
     private volatile boolean regionsOfTheirOwn;
+    /** Whether registrations are made ahead: where they are regions of their own, unless the options say not. */
+    private volatile boolean registerAhead;
     /** smbj's session table (see {@link SmbjInternals#sessionTable}), once needed. */
     private volatile SessionTable sessions;
     private volatile SmbDirectConnection connection;
@@ -160,6 +162,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             SmbDirectConnection c = transport.connect(target, this, options.connectTimeout());
             limits = Limits.of(c.parameters(), options, config.isEncryptData());
             regionsOfTheirOwn = !c.parameters().remoteInvalidate();
+            registerAhead = regionsOfTheirOwn && options.registerAhead();
             connection = c;
             owner.opened(this);
             LOG.log(System.Logger.Level.DEBUG, () -> "SMB Direct to " + where + ": " + limits);
@@ -246,9 +249,9 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         // smbj's own request, serialized once: a WRITE takes its data from smbj's chunk provider here,
         // straight into the buffer
         int payload = payload(inner);
-        // only where registrations are regions of their own are they made ahead; a WRITE's data goes
-        // straight into the buffer registered ahead for it
-        RegistrationAhead.Ready made = !read && regionsOfTheirOwn ? ahead.take(false, payload) : null;
+        // only where registrations are regions of their own are they made ahead (unless the options
+        // say not); a WRITE's data goes straight into the buffer registered ahead for it
+        RegistrationAhead.Ready made = !read && registerAhead ? ahead.take(false, payload) : null;
         ByteBuffer buffer = made != null ? made.buffer() : buffers.take(payload);
         byte[] request;
         int length;
@@ -276,7 +279,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
         SplitRequest split = read ? SplitRead.of(request, buffer, options.readParts())
                 : SplitWrite.of(request, buffer, options.writeParts());
-        if (read && regionsOfTheirOwn) {
+        if (read && registerAhead) {
             made = ahead.take(true, length);
             if (made != null && made.fits(length, split)) {
                 buffers.give(buffer);
@@ -300,7 +303,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         } else {
             whole(c, packet, inner, request, buffer, length, read, channel, registered == null ? null : registered[0]);
         }
-        if (regionsOfTheirOwn && (read || length == payload)) {
+        if (registerAhead && (read || length == payload)) {
             // while the server serves this request, the next one's registration is made (a WRITE's
             // only when its Length is its payload, which the next WRITE's is looked up by: smbj
             // sizes a WRITE's payload to its data)
@@ -474,6 +477,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 signing.sign(merged, split.signingKey);
             }
             handedOver = endLater;
+            p.endsAfterHandOver = endLater;
             return merged;
         } finally {
             if (!handedOver) {
@@ -618,7 +622,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                         return;
                     }
                     merged = true;
-                    if (regionsOfTheirOwn) {
+                    if (p.endsAfterHandOver) {
                         later = p; // the last part's, with the split's buffer
                     }
                 } else if (p != null && regionsOfTheirOwn) {
@@ -947,6 +951,11 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         final int part;
         /** A whole READ's data array; {@code null} for WRITEs and parts (their split has one). */
         final ReadDestination destination;
+        /**
+         * A split request's last part whose registration (and the split's buffer) ends once smbj has
+         * the merged response; set and read on the connection's completion thread.
+         */
+        boolean endsAfterHandOver;
 
         PendingRequest(boolean read, int length, ByteBuffer buffer, RegisteredBuffer registration) {
             this(read, length, buffer, registration, null, 0);

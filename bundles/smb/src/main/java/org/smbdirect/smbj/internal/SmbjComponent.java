@@ -82,7 +82,7 @@ public final class SmbjComponent implements SmbjTransport {
         return SmbjOptions.builder().rdmaChannel(c.rdmaChannel()).rdmaThreshold(c.rdmaThreshold())
                 .remoteInvalidation(c.remoteInvalidation())
                 .connectTimeout(Duration.ofSeconds(c.connectTimeoutSeconds())).readParts(c.readParts())
-                .writeParts(c.writeParts()).build();
+                .writeParts(c.writeParts()).registerAhead(c.registerAhead()).build();
     }
 
     @Override

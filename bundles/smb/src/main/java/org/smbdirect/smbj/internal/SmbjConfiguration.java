@@ -37,6 +37,12 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
                     + "at once, each of at least 1 MiB (1: never split).")
     int writeParts() default 2;
 
+    @AttributeDefinition(name = "Register ahead",
+            description = "Where registrations are memory regions of their own (no memory windows, as on soft-iWARP), "
+                    + "register a connection's next READ and WRITE buffers while the server serves the last ones; "
+                    + "each such connection then keeps up to one READ's and one WRITE's buffer registered between requests.")
+    boolean registerAhead() default true;
+
     @AttributeDefinition(name = "SMB Direct transport",
             description = "Filter selecting the SmbDirect service to use, e.g. (component.name=org.smbdirect.protocol).")
     String transport_target() default "(objectClass=org.smbdirect.transport.SmbDirect)";

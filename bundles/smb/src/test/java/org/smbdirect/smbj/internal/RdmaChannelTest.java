@@ -659,6 +659,33 @@ class RdmaChannelTest {
     }
 
     /**
+     * {@code registerAhead(false)}: without remote invalidation, each READ and WRITE registers its
+     * own buffer on its path and nothing stays registered between requests (the memory the option
+     * saves), while the registrations still end after smbj has the responses.
+     */
+    @Test
+    void registerAheadOff_withoutRemoteInvalidation_nothingRegisteredBetweenRequests() throws Exception {
+        start(new SmbjOverSim(SMB2Dialect.SMB_3_0_2, SmbjOptions.builder().registerAhead(false).build(),
+                SmbDirectConfig.defaults(), false));
+        SmbDirectConnection c = direct();
+        byte[] data = random(8 * MIB, 36);
+        for (int i = 0; i < 2; i++) {
+            assertEquals(8 * MIB, write(data, 0), "WRITE " + i);
+            assertArrayEquals(data, read(0, 8 * MIB).getData(), "READ " + i);
+            assertEquals(MIB, write(java.util.Arrays.copyOf(data, MIB), 0));
+            assertArrayEquals(java.util.Arrays.copyOf(data, 4096), read(0, 4096).getData());
+            SmbjOverSim.waitUntil(() -> c.statistics().registrationsLive() == 0,
+                    "nothing registered between requests (" + c.statistics().registrationsLive() + " live)");
+        }
+        RdmaChannelStatistics s = smbj.statistics();
+        assertEquals(0, s.readsRegisteredAhead());
+        assertEquals(0, s.writesRegisteredAhead());
+        assertEquals(0, smbj.registeredAhead(connection));
+        assertEquals(2, s.splitWrites());
+        assertEquals(2, s.splitReads());
+    }
+
+    /**
      * Without remote invalidation, a faulty READ response (DataRemaining beyond the buffer) ends the
      * transport as anywhere else, and takes the READ's registration and the one made ahead with it.
      */
