@@ -195,7 +195,7 @@ public final class BenchMain {
                     "RdmaBench.copy:inline:1048576", mb * (1 << 20), "MiB/s", "", false);
         }
         for (String op : new String[] {"Read", "Write"}) {
-            for (int size : new int[] {4096, 65536}) {
+            for (int size : new int[] {4096, 65536, 1048576}) {
                 String what = "a) RDMA " + op + " " + human(size) + ": operations through the transport vs on the "
                         + "provider API";
                 row(what + nb, "RdmaOpsBench.transport" + op + ":inline:" + size, 1,
@@ -203,6 +203,10 @@ public final class BenchMain {
                 row(what + eng, "RdmaOpsBench.transport" + op + ":engine:" + size, 1,
                         "RdmaOpsBench.provider" + op + ":inline:" + size, 1, "op/s", "", false);
             }
+            // what a) at 1 MiB can reach at most on this fabric: the provider API alone against the copy
+            row("a) RDMA " + op + " 1 MiB on the provider API alone vs memory copy (the simulated fabric's ceiling)",
+                    "RdmaOpsBench.provider" + op + ":inline:1048576", mb * (1 << 20), "RdmaBench.copy:inline:1048576",
+                    mb * (1 << 20), "MiB/s", "", false);
         }
         for (int size : new int[] {64, 1024, 1340}) {
             row("b) one-way messages " + size + " B" + nb, "MessageBench.smbDirect:inline:" + size, 1,

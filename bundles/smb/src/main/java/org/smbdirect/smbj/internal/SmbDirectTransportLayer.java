@@ -90,8 +90,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private final RegistrationAhead ahead = new RegistrationAhead(buffers);
     /**
      * Whether registrations are memory regions of their own (the provider has no memory windows
-     * and cannot send with invalidate): then registering and deregistering are system calls, so a
-     * READ's and a WRITE's registrations are made ahead and a request's end after smbj has its
+     * and cannot send with invalidate): then registering and deregistering are system calls, so
+     * registrations are made ahead ({@link #registerAhead}) and a request's end after smbj has its
      * response.
      */
     private volatile boolean regionsOfTheirOwn;
@@ -311,7 +311,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
     }
 
-    /** A READ or WRITE through the RDMA channel as one request, on {@code registration} if made ahead. */
+    /** A READ or WRITE through the RDMA channel as one request, on {@code madeAhead} when one was made ahead. */
     private void whole(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, byte[] request, ByteBuffer buffer,
             int length, boolean read, int channel, RegisteredBuffer madeAhead) throws TransportException {
         long messageId = inner.getHeader().getMessageId();
