@@ -2,6 +2,7 @@ package org.smbdirect.smbj.internal;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.smbdirect.transport.RegisteredBuffer;
@@ -126,7 +127,7 @@ final class RegistrationAhead {
 
     /** Ends the registrations made ahead, with the connection (which has ended its regions already). */
     void close() {
-        for (AtomicReference<Ready> slot : java.util.List.of(forRead, forWrite)) {
+        for (AtomicReference<Ready> slot : List.of(forRead, forWrite)) {
             Ready r = slot.getAndSet(null);
             if (r != null) {
                 for (RegisteredBuffer registration : r.registrations()) {
