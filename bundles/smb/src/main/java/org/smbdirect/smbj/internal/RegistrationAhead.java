@@ -1,7 +1,6 @@
 package org.smbdirect.smbj.internal;
 
 import java.nio.ByteBuffer;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -46,7 +45,15 @@ final class RegistrationAhead {
     record Ready(int length, int[] starts, ByteBuffer buffer, RegisteredBuffer[] registrations) {
         /** Whether the request, split as {@code split} ({@code null}: not split), has these slices. */
         boolean fits(int length, SplitRequest split) {
-            return length == this.length && Arrays.equals(starts, RegistrationAhead.starts(split));
+            if (length != this.length || starts.length != (split == null ? 1 : split.parts())) {
+                return false;
+            }
+            for (int i = 1; i < starts.length; i++) {
+                if (starts[i] != split.start(i)) {
+                    return false;
+                }
+            }
+            return true;
         }
     }
 

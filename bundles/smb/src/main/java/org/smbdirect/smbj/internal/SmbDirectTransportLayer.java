@@ -277,20 +277,17 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
             }
             throw new TransportException("cannot send " + packet + " through the RDMA channel: " + e.getMessage(), e);
         }
-        SplitRequest split = read ? SplitRead.of(request, buffer, options.readParts())
-                : SplitWrite.of(request, buffer, options.writeParts());
         if (read && registerAhead) {
             made = ahead.take(true, length);
-            if (made != null && made.fits(length, split)) {
+            if (made != null) {
                 buffers.give(buffer);
                 buffer = made.buffer();
-                split = split == null ? null : SplitRead.of(request, buffer, options.readParts());
-            } else if (made != null) {
-                ahead.release(made, true);
-                made = null;
             }
-        } else if (made != null && !made.fits(length, split)) {
-            // a WRITE of another length or other parts than the one before: its data stays in the buffer
+        }
+        SplitRequest split = read ? SplitRead.of(request, buffer, options.readParts())
+                : SplitWrite.of(request, buffer, options.writeParts());
+        if (made != null && !made.fits(length, split)) {
+            // other parts than the request before (another CreditCharge): the buffer stays this request's
             ahead.release(made, false);
             made = null;
         }
