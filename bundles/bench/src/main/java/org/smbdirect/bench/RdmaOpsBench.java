@@ -43,7 +43,7 @@ import org.smbdirect.rdma.Sge;
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 public class RdmaOpsBench {
-    static final int DEPTH = 8;
+    static final int DEPTH = RdmaBench.DEPTH;
 
     /** 1 MiB too: the provider's figure there is the simulated fabric's own ceiling for (a) against a memory copy. */
     @Param({"4096", "65536", "1048576"})

@@ -32,11 +32,13 @@ final class SimConnection extends Actor {
     static final long RNR_TIMER_NANOS = 640_000;
     private static final int BATCH = 128;
     /**
-     * Bytes one step moves at most before it yields: the completions of what moved are delivered
-     * (and new work is posted meanwhile) before more data moves, as a NIC completes each request
-     * when it is done rather than after a batch.
+     * Bytes one step moves at most before it yields (4 MiB: about 80 us of copying here): the
+     * completions of what moved are then notified, and new work is posted meanwhile, before more
+     * data moves. Under a bulk load that is one notification per few large requests, as a NIC
+     * moderates its completion interrupts: every notification costs the thread that moved the data
+     * the consumer's handler, run with a cache the data just swept (about 3 us after a 1 MiB copy).
      */
-    static final int BYTE_BUDGET = 256 * 1024;
+    static final int BYTE_BUDGET = 4 * 1024 * 1024;
     private static final OperationType[] TYPE_OF_OP = {null, OperationType.SEND, OperationType.SEND,
         OperationType.WRITE, OperationType.READ, OperationType.INVALIDATE};
     private static final RdmaStatus[] STATUSES = RdmaStatus.values();
