@@ -358,12 +358,12 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
      * registration of its slice of the buffer, its own request, signed as smbj's would have been,
      * and is pending under its own message id until its response arrives.
      *
-     * @param madeAhead the parts' registrations, made ahead, or {@code null}
+     * @param madeAhead the parts' registrations, made ahead (now this request's), or {@code null}
      */
     private void split(SmbDirectConnection c, SMB2Packet packet, SMB2Packet inner, byte[] request, SplitRequest split,
             boolean read, int channel, RegisteredBuffer[] madeAhead) throws TransportException {
         int n = split.parts();
-        RegisteredBuffer[] registrations = madeAhead != null ? madeAhead.clone() : new RegisteredBuffer[n];
+        RegisteredBuffer[] registrations = madeAhead != null ? madeAhead : new RegisteredBuffer[n];
         byte[][] messages = new byte[n][];
         try {
             SecretKey key = packet instanceof PacketSignatory.SignedPacketWrapper ? signingKey(inner) : null;
