@@ -55,6 +55,8 @@ public final class SmbDirectConfig {
     public static final String ENGINE_SPIN_MICROSECONDS = "engineSpinMicroseconds";
     /** Property name of {@link #rdmaRegistrationCacheBytes()}. */
     public static final String RDMA_REGISTRATION_CACHE_BYTES = "rdmaRegistrationCacheBytes";
+    /** Property name of {@link #receiveBufferBudget()}. */
+    public static final String RECEIVE_BUFFER_BUDGET = "receiveBufferBudget";
 
     private static final SmbDirectConfig DEFAULTS = builder().build();
 
@@ -79,6 +81,7 @@ public final class SmbDirectConfig {
     private final int engineThreads;
     private final int engineSpinMicroseconds;
     private final int rdmaRegistrationCacheBytes;
+    private final int receiveBufferBudget;
 
     private SmbDirectConfig(Builder b) {
         receiveCreditMax = b.receiveCreditMax;
@@ -102,6 +105,7 @@ public final class SmbDirectConfig {
         engineThreads = b.engineThreads;
         engineSpinMicroseconds = b.engineSpinMicroseconds;
         rdmaRegistrationCacheBytes = b.rdmaRegistrationCacheBytes;
+        receiveBufferBudget = b.receiveBufferBudget;
     }
 
     /**
@@ -137,7 +141,8 @@ public final class SmbDirectConfig {
                 .preferredSendSizeLimit(preferredSendSizeLimit).irdOrdHeader(irdOrdHeader).rnrRetryCount(rnrRetryCount)
                 .strictReassembly(strictReassembly).ird(ird).ord(ord)
                 .sendBuffers(sendBuffers).maxPendingSends(maxPendingSends).engineThreads(engineThreads)
-                .rdmaRegistrationCacheBytes(rdmaRegistrationCacheBytes).engineSpinMicroseconds(engineSpinMicroseconds);
+                .rdmaRegistrationCacheBytes(rdmaRegistrationCacheBytes).engineSpinMicroseconds(engineSpinMicroseconds)
+                .receiveBufferBudget(receiveBufferBudget);
     }
 
     /**
@@ -338,6 +343,22 @@ public final class SmbDirectConfig {
     }
 
     /**
+     * The receive buffers the connections of one transport grow to together. A connection starts
+     * with 32 and doubles them while its peer is busy, up to ReceiveCreditMax; with a budget it
+     * grows only up to its share, the budget divided by the transport's connections (never below
+     * the first 32). How many receives to post is the implementation's choice (MS-SMBD 3.1.5.9);
+     * this keeps the memory that many busy connections cycle through bounded, which at 64
+     * connections is what their aggregate throughput depends on. Buffers a connection already has
+     * stay with it until it ends. 0: no budget, every connection grows to ReceiveCreditMax.
+     * Default 4096 (16 connections at 255).
+     *
+     * @return receive buffers, 0 to 1048576
+     */
+    public int receiveBufferBudget() {
+        return receiveBufferBudget;
+    }
+
+    /**
      * How long an idle engine thread keeps polling for work before it sleeps, in microseconds:
      * busy polling, which answers a message or a completion without a wake-up at the cost of a
      * processor core per engine thread while it polls. 0 (the default): it sleeps at once.
@@ -377,6 +398,7 @@ public final class SmbDirectConfig {
         m.put(ENGINE_THREADS, engineThreads);
         m.put(ENGINE_SPIN_MICROSECONDS, engineSpinMicroseconds);
         m.put(RDMA_REGISTRATION_CACHE_BYTES, rdmaRegistrationCacheBytes);
+        m.put(RECEIVE_BUFFER_BUDGET, receiveBufferBudget);
         return m;
     }
 
@@ -421,6 +443,7 @@ public final class SmbDirectConfig {
         private int engineThreads;
         private int rdmaRegistrationCacheBytes = 67108864;
         private int engineSpinMicroseconds;
+        private int receiveBufferBudget = 4096;
 
         private Builder() {
         }
@@ -656,6 +679,17 @@ public final class SmbDirectConfig {
          */
         public Builder engineSpinMicroseconds(int v) {
             engineSpinMicroseconds = check(ENGINE_SPIN_MICROSECONDS, v, 0, 100000);
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbDirectConfig#receiveBufferBudget()}.
+         *
+         * @param v 0 (no budget) to 1048576
+         * @return this builder
+         */
+        public Builder receiveBufferBudget(int v) {
+            receiveBufferBudget = check(RECEIVE_BUFFER_BUDGET, v, 0, 1048576);
             return this;
         }
 

@@ -15,7 +15,7 @@
  * org.smbdirect.transport.ConnectionHandler}: each reassembled message (3.1.5.8), and the loss of
  * the connection with a reason it can read (3.1.7.1).
  */
-@Version("1.4.0")
+@Version("1.5.0")
 @Export
 package org.smbdirect.transport;
 

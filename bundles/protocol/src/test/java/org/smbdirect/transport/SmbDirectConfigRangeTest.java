@@ -42,7 +42,8 @@ class SmbDirectConfigRangeTest {
                 field(SmbDirectConfig.ENGINE_THREADS, 0, 256, SmbDirectConfig.Builder::engineThreads),
                 field(SmbDirectConfig.ENGINE_SPIN_MICROSECONDS, 0, 100000,
                         SmbDirectConfig.Builder::engineSpinMicroseconds),
-                field(SmbDirectConfig.RDMA_REGISTRATION_CACHE_BYTES, 0, 1073741824, SmbDirectConfig.Builder::rdmaRegistrationCacheBytes));
+                field(SmbDirectConfig.RDMA_REGISTRATION_CACHE_BYTES, 0, 1073741824, SmbDirectConfig.Builder::rdmaRegistrationCacheBytes),
+                field(SmbDirectConfig.RECEIVE_BUFFER_BUDGET, 0, 1 << 20, SmbDirectConfig.Builder::receiveBufferBudget));
     }
 
     private static Arguments field(String name, int min, int max, BiConsumer<SmbDirectConfig.Builder, Integer> set) {

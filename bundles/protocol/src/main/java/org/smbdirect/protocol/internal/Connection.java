@@ -147,7 +147,8 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
         this.sender = new Sender(handle, model, lifecycle, counters, this, config.maxPendingSends(),
                 capabilities.remoteInvalidate());
         this.receiver = new Receiver(handle, handle, model, lifecycle, counters, registrations, timers, scheduler,
-                this::execute, this, config.strictReassembly());
+                this::execute, this, config.strictReassembly(),
+                () -> Receiver.receiveBufferShare(config.receiveBufferBudget(), transport.connectionCount()));
         receiver.handler(handler);
         inline = handler != null && handler.nonBlocking();
     }

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.IntSupplier;
 
 import org.smbdirect.protocol.wire.internal.DataTransferHeader;
 import org.smbdirect.protocol.wire.internal.Wire;
@@ -21,8 +22,9 @@ import org.smbdirect.transport.TerminationReason;
  * receive buffers they use.
  *
  * <p>Receive buffers: a connection starts with {@link #INITIAL_RECEIVE_BUFFERS} and doubles them
- * while its peer is busy and asks for more credits, up to ReceiveCreditMax, and never beyond the
- * receive queue's depth, which is fixed when the endpoint is created. A buffer is posted (one
+ * while its peer is busy and asks for more credits, up to ReceiveCreditMax and its share of the
+ * transport's receive buffer budget, and never beyond the receive queue's depth, which is fixed
+ * when the endpoint is created. A buffer is posted (one
  * ReceiveCredit), being delivered, held by the upper layer ({@link HeldMessage}), or free. Only
  * free buffers are posted, so an upper layer that holds messages throttles its peer through the
  * credits it stops granting.
@@ -51,6 +53,7 @@ final class Receiver {
     private final Consumer<Runnable> execute;
     private final Terminator end;
     private final boolean strictReassembly;
+    private final IntSupplier budgetShare;
     private final DataTransferHeader header = new DataTransferHeader();
     private final DataTransferChecks.Received received = new DataTransferChecks.Received();
 
@@ -70,7 +73,7 @@ final class Receiver {
 
     Receiver(Object owner, SmbDirectConnection handle, DataModel model, ConnectionStateMachine lifecycle,
             ConnectionCounters counters, Registrations registrations, KeepaliveTimers timers, Scheduler clock,
-            Consumer<Runnable> execute, Terminator end, boolean strictReassembly) {
+            Consumer<Runnable> execute, Terminator end, boolean strictReassembly, IntSupplier budgetShare) {
         this.owner = owner;
         this.handle = handle;
         this.model = model;
@@ -83,6 +86,7 @@ final class Receiver {
         this.execute = execute;
         this.end = end;
         this.strictReassembly = strictReassembly;
+        this.budgetShare = budgetShare;
     }
 
     void handler(ConnectionHandler h) {
@@ -119,6 +123,23 @@ final class Receiver {
      */
     static int maxReceiveBuffers(int receiveCreditMax, int receiveDepth) {
         return Math.max(1, Math.min(receiveCreditMax, receiveDepth));
+    }
+
+    /**
+     * A connection's share of its transport's receive buffer budget: the budget divided by the
+     * connections, never below {@link #INITIAL_RECEIVE_BUFFERS} (what every connection starts
+     * with), or no bound without a budget. Many busy connections each cycling through ReceiveCreditMax
+     * buffers touch more memory than the caches hold; the share keeps the total near the budget.
+     *
+     * @param budget the transport's budget, 0 for none
+     * @param connections the transport's connections now
+     * @return the most receive buffers the connection grows to
+     */
+    static int receiveBufferShare(int budget, int connections) {
+        if (budget == 0) {
+            return Integer.MAX_VALUE;
+        }
+        return Math.max(INITIAL_RECEIVE_BUFFERS, budget / Math.max(1, connections));
     }
 
     /** The receive buffers there are now (tests and statistics). */
@@ -334,9 +355,10 @@ final class Receiver {
     /**
      * ReceiveCreditMax is a ceiling, not a reservation: when the peer asks for more credits than
      * there are buffers and has used half of them within {@link #RECEIVE_GROWTH_WINDOW_NANOS}
-     * (more than 1,600 messages a second with the initial 32), the buffers double. Idle and quiet
-     * connections stay small; a busy peer reaches the full window within a few hundred messages.
-     * Memory that cannot be had leaves the connection as it is.
+     * (more than 1,600 messages a second with the initial 32), the buffers double, up to the
+     * connection's share of the budget ({@link #receiveBufferShare}). Idle and quiet connections
+     * stay small; a busy peer reaches the full window within a few hundred messages. Memory that
+     * cannot be had leaves the connection as it is.
      */
     private void growReceiveBuffers() {
         if (lifecycle.isRdmaEnded()) {
@@ -350,8 +372,9 @@ final class Receiver {
         long now = clock.nanoTime();
         boolean busy = now - lastGrowthCheckNanos < RECEIVE_GROWTH_WINDOW_NANOS;
         lastGrowthCheckNanos = now;
-        if (busy && capacity < Math.min(credits.receiveCreditTarget, buffers.max())) {
-            grow(capacity);
+        int limit = Math.min(Math.min(credits.receiveCreditTarget, buffers.max()), budgetShare.getAsInt());
+        if (busy && capacity < limit) {
+            grow(Math.min(capacity, limit - capacity));
         }
     }
 

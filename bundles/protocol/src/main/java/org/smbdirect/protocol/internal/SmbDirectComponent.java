@@ -102,7 +102,8 @@ public final class SmbDirectComponent implements SmbDirect {
                 .strictReassembly(c.strictReassembly()).ird(c.ird())
                 .ord(c.ord()).sendBuffers(c.sendBuffers()).maxPendingSends(c.maxPendingSends())
                 .engineThreads(c.engineThreads()).rdmaRegistrationCacheBytes(c.rdmaRegistrationCacheBytes())
-                .engineSpinMicroseconds(c.engineSpinMicroseconds()).build();
+                .engineSpinMicroseconds(c.engineSpinMicroseconds()).receiveBufferBudget(c.receiveBufferBudget())
+                .build();
     }
 
     private static int ranking(Map<String, Object> p) {

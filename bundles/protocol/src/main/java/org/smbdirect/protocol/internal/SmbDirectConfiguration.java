@@ -101,6 +101,10 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
             description = "How long an idle engine thread polls for work before sleeping (busy polling; burns a core while it polls); 0 sleeps at once. Applies on restart.")
     int engineSpinMicroseconds() default 0;
 
+    @AttributeDefinition(name = "Receive buffer budget", min = "0", max = "1048576",
+            description = "Receive buffers all connections of the transport grow to together: a busy connection grows to its share (the budget divided by the connections, at least its first 32), at most receiveCreditMax; 0: no budget.")
+    int receiveBufferBudget() default 4096;
+
     @AttributeDefinition(name = "Provider filter", required = false,
             description = "LDAP filter selecting the RDMA providers to use, e.g. (provider.type=sim).")
     String provider_target() default "(provider.type=*)";

@@ -118,6 +118,50 @@ class CreditManagementTest {
     }
 
     /**
+     * The transport's receive buffer budget on the wire: with a budget of 128 and two connections,
+     * a busy peer asking for 255 credits is never granted more than 64 (the connection's share,
+     * 3.1.5.9 leaving the count to the implementation); once the other connection ends, the share
+     * is 128 and the busy connection grows to it.
+     */
+    @Test
+    void receiveBuffers_budgetSharedAmongConnections_peerHoldsNoMoreThanTheShare() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.builder().receiveBufferBudget(128).build(), engineSide);
+        byte[] request = RawPeer.negotiateRequest(0x0100, 0x0100, 255, 1024, 1024, 131072);
+        try (Established e = Established.passive(fx, t, engineSide, peerSide, upper, request)) {
+            int[] credits = {e.response.creditsGranted()};
+            Established other = Established.passive(fx, t, engineSide, peerSide, new Recorder(), request);
+            assertEquals(2, t.connectionCount());
+            int peak = keepBusy(e, credits);
+            assertTrue(peak > 32 && peak <= 64, "the peer held at most " + peak + " credits with two connections");
+            assertEquals(64, (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)));
+            other.close();
+            Fixture.await(() -> t.connectionCount() == 1 ? Boolean.TRUE : null);
+            peak = keepBusy(e, credits);
+            assertTrue(peak > 64 && peak <= 128, "the peer held at most " + peak + " credits once alone");
+            assertEquals(128, (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)));
+        }
+    }
+
+    /**
+     * A busy peer (the virtual clock stands still) asking for 255 credits sends 600 messages, all
+     * its credits each round; returns the most credits it held.
+     */
+    private static int keepBusy(Established e, int[] credits) throws Exception {
+        int peak = credits[0];
+        int grant = 8; // credits for the engine's messages: the raw peer reposts each receive it uses
+        for (int sent = 0; sent < 600; ) {
+            for (; credits[0] > 0; credits[0]--, sent++) {
+                e.peer.send(RawPeer.dataTransfer(255, grant, 0, 0, new byte[] {(byte) sent}));
+                grant = 0;
+            }
+            credits[0] += RawPeer.header(e.peer.receive()).creditsGranted(); // the engine's grant
+            grant = 1;
+            peak = Math.max(peak, credits[0]);
+        }
+        return peak;
+    }
+
+    /**
      * The same peer asking for 255 credits, but sending a message every millisecond: the
      * connection keeps its first receive buffers.
      */

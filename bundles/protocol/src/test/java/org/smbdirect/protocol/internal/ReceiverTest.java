@@ -84,6 +84,58 @@ class ReceiverTest {
     }
 
     /**
+     * The transport's receive buffer budget, shared among its connections: a busy peer's
+     * connection grows to its share (the budget divided by the connections) and no further, never
+     * below the first 32, never beyond ReceiveCreditMax; the peer is granted no more credits than
+     * that (3.1.5.9 leaves how many receives to post to the implementation). Columns: budget, the
+     * transport's connections, ReceiveCreditMax, expected buffers after a busy peer asking for 255.
+     */
+    @ParameterizedTest(name = "budget {0}, {1} connections, max {2} -> {3} buffers")
+    @CsvSource({
+        "4096, 1, 255, 255",
+        "4096, 16, 255, 255",
+        "4096, 64, 255, 64",
+        "4096, 100, 255, 40",
+        "4096, 1000, 255, 32",
+        "4096, 64, 50, 50",
+        "0, 1000, 255, 255",
+    })
+    void receiveBuffers_growToTheirShareOfTheBudget(int budget, int connections, int receiveCreditMax, int expected)
+            throws RdmaException {
+        f = new RuleFixture(SmbDirectConfig.builder().receiveCreditMax(receiveCreditMax).receiveBufferBudget(budget)
+                .maxReceiveSize(256).build(), 4096, 255, ConnectionHandler.nonBlocking((c, m, t) -> { }));
+        f.connections = connections;
+        int posted = 0;
+        for (int i = 0; i < 2000; i++) {
+            assertTrue(f.arrive(RawPeer.dataTransfer(255, 0, 0, 0, new byte[] {(byte) i})), "a receive is posted");
+            posted = Math.max(posted, f.ep.receives.size());
+        }
+        assertEquals(List.of(), f.ended);
+        assertEquals(expected, f.receiver.capacity());
+        assertEquals(expected, posted, "the most receives posted at once (credits the peer could hold)");
+        assertEquals(budget == 0 ? Integer.MAX_VALUE : Math.max(32, budget / connections),
+                Receiver.receiveBufferShare(budget, connections));
+    }
+
+    /** When connections end, the share grows, and a busy connection grows with it. */
+    @Test
+    void receiveBuffers_growAgainWhenOtherConnectionsEnd() throws RdmaException {
+        f = new RuleFixture(SmbDirectConfig.builder().receiveBufferBudget(4096).maxReceiveSize(256).build(), 4096, 255,
+                ConnectionHandler.nonBlocking((c, m, t) -> { }));
+        f.connections = 64;
+        for (int i = 0; i < 1000; i++) {
+            f.arrive(RawPeer.dataTransfer(255, 0, 0, 0, new byte[] {(byte) i}));
+        }
+        assertEquals(64, f.receiver.capacity());
+        f.connections = 16;
+        for (int i = 0; i < 1000; i++) {
+            f.arrive(RawPeer.dataTransfer(255, 0, 0, 0, new byte[] {(byte) i}));
+        }
+        assertEquals(255, f.receiver.capacity());
+        assertEquals(List.of(), f.ended);
+    }
+
+    /**
      * MS-SMBD 3.1.5.9's MUST: with ReceiveCredits zero, or SendCredits one and a message queued,
      * at least one receive is allocated and posted, even when every buffer is held by the upper
      * layer; only ReceiveCreditMax (and the receive depth) stop it. Columns: ReceiveCreditMax, the

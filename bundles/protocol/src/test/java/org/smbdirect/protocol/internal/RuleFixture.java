@@ -25,6 +25,8 @@ final class RuleFixture {
     final KeepaliveTimers timers;
     final Receiver receiver;
     final Sender sender;
+    /** The transport's connections, which the receive buffer budget is shared among. */
+    int connections = 1;
 
     final Terminator end = new Terminator() {
         @Override
@@ -54,7 +56,7 @@ final class RuleFixture {
         timers = new KeepaliveTimers(clock, () -> { }, model, Duration.ofSeconds(5));
         Registrations registrations = new Registrations(null, lifecycle, 1L << 30);
         receiver = new Receiver("test", null, model, lifecycle, counters, registrations, timers, clock, Runnable::run,
-                end, config.strictReassembly());
+                end, config.strictReassembly(), () -> Receiver.receiveBufferShare(config.receiveBufferBudget(), connections));
         receiver.handler(handler);
         receiver.createBuffers(ep, receiveDepth, 1L << 30);
         receiver.manageCreditsPriorToSending(true, false);
