@@ -64,7 +64,7 @@ class OsgiFrameworkIT {
                 + test.getTestMethod().orElseThrow().getName());
         config.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
         config.put(Constants.FRAMEWORK_SYSTEMPACKAGES_EXTRA, "org.smbdirect.rdma;version=\"1.2.0\","
-                + "org.smbdirect.transport;version=\"1.4.0\",org.smbdirect.bulk;version=\"1.0.0\","
+                + "org.smbdirect.transport;version=\"1.5.0\",org.smbdirect.bulk;version=\"1.0.0\","
                 + "org.osgi.service.cm;version=\"1.6.1\",org.osgi.service.metatype;version=\"1.4.1\"");
         framework = ServiceLoader.load(FrameworkFactory.class).iterator().next().newFramework(config);
         framework.start();
