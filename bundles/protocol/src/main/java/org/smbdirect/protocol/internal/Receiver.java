@@ -24,10 +24,9 @@ import org.smbdirect.transport.TerminationReason;
  * <p>Receive buffers: a connection starts with {@link #INITIAL_RECEIVE_BUFFERS} and doubles them
  * while its peer is busy and asks for more credits, up to ReceiveCreditMax and its share of the
  * transport's receive buffer budget, and never beyond the receive queue's depth, which is fixed
- * when the endpoint is created. A buffer is posted (one
- * ReceiveCredit), being delivered, held by the upper layer ({@link HeldMessage}), or free. Only
- * free buffers are posted, so an upper layer that holds messages throttles its peer through the
- * credits it stops granting.
+ * when the endpoint is created. A buffer is posted (one ReceiveCredit), being delivered, held by
+ * the upper layer ({@link HeldMessage}), or free. Only free buffers are posted, so an upper layer
+ * that holds messages throttles its peer through the credits it stops granting.
  *
  * <p>Confined to the connection's thread, except {@link HeldMessage#release()}, which hands the
  * buffer back through the connection's executor.
@@ -128,8 +127,9 @@ final class Receiver {
     /**
      * A connection's share of its transport's receive buffer budget: the budget divided by the
      * connections, never below {@link #INITIAL_RECEIVE_BUFFERS} (what every connection starts
-     * with), or no bound without a budget. Many busy connections each cycling through ReceiveCreditMax
-     * buffers touch more memory than the caches hold; the share keeps the total near the budget.
+     * with), or no bound without a budget. Many busy connections each cycling through
+     * ReceiveCreditMax buffers touch more memory than the caches hold; the share keeps the total
+     * near the budget.
      *
      * @param budget the transport's budget, 0 for none
      * @param connections the transport's connections now

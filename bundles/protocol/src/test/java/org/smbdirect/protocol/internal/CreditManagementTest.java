@@ -130,13 +130,16 @@ class CreditManagementTest {
         try (Established e = Established.passive(fx, t, engineSide, peerSide, upper, request)) {
             int[] credits = {e.response.creditsGranted()};
             Established other = Established.passive(fx, t, engineSide, peerSide, new Recorder(), request);
-            assertEquals(2, t.connectionCount());
-            int peak = keepBusy(e, credits);
-            assertTrue(peak > 32 && peak <= 64, "the peer held at most " + peak + " credits with two connections");
-            assertEquals(64, (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)));
-            other.close();
+            try {
+                assertEquals(2, t.connectionCount());
+                int peak = keepBusy(e, credits);
+                assertTrue(peak > 32 && peak <= 64, "the peer held at most " + peak + " credits with two connections");
+                assertEquals(64, (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)));
+            } finally {
+                other.close();
+            }
             Fixture.await(() -> t.connectionCount() == 1 ? Boolean.TRUE : null);
-            peak = keepBusy(e, credits);
+            int peak = keepBusy(e, credits);
             assertTrue(peak > 64 && peak <= 128, "the peer held at most " + peak + " credits once alone");
             assertEquals(128, (int) Fixture.get(e.connection.inspect(Connection::receiveBufferCapacity)));
         }
