@@ -88,20 +88,21 @@ class ReceiverTest {
      * connection grows to its share (the budget divided by the connections) and no further, never
      * below the first 32, never beyond ReceiveCreditMax; the peer is granted no more credits than
      * that (3.1.5.9 leaves how many receives to post to the implementation). Columns: budget, the
-     * transport's connections, ReceiveCreditMax, expected buffers after a busy peer asking for 255.
+     * transport's connections, ReceiveCreditMax, the connection's share (2147483647: no bound),
+     * expected buffers after a busy peer asking for 255.
      */
-    @ParameterizedTest(name = "budget {0}, {1} connections, max {2} -> {3} buffers")
+    @ParameterizedTest(name = "budget {0}, {1} connections, max {2} -> share {3}, {4} buffers")
     @CsvSource({
-        "4096, 1, 255, 255",
-        "4096, 16, 255, 255",
-        "4096, 64, 255, 64",
-        "4096, 100, 255, 40",
-        "4096, 1000, 255, 32",
-        "4096, 64, 50, 50",
-        "0, 1000, 255, 255",
+        "4096, 1, 255, 4096, 255",
+        "4096, 16, 255, 256, 255",
+        "4096, 64, 255, 64, 64",
+        "4096, 100, 255, 40, 40",
+        "4096, 1000, 255, 32, 32",
+        "4096, 64, 50, 64, 50",
+        "0, 1000, 255, 2147483647, 255",
     })
-    void receiveBuffers_growToTheirShareOfTheBudget(int budget, int connections, int receiveCreditMax, int expected)
-            throws RdmaException {
+    void receiveBuffers_growToTheirShareOfTheBudget(int budget, int connections, int receiveCreditMax, int share,
+            int expected) throws RdmaException {
         f = new RuleFixture(SmbDirectConfig.builder().receiveCreditMax(receiveCreditMax).receiveBufferBudget(budget)
                 .maxReceiveSize(256).build(), 4096, 255, ConnectionHandler.nonBlocking((c, m, t) -> { }));
         f.connections = connections;
@@ -113,8 +114,7 @@ class ReceiverTest {
         assertEquals(List.of(), f.ended);
         assertEquals(expected, f.receiver.capacity());
         assertEquals(expected, posted, "the most receives posted at once (credits the peer could hold)");
-        assertEquals(budget == 0 ? Integer.MAX_VALUE : Math.max(32, budget / connections),
-                Receiver.receiveBufferShare(budget, connections));
+        assertEquals(share, Receiver.receiveBufferShare(budget, connections));
     }
 
     /** When connections end, the share grows, and a busy connection grows with it. */
