@@ -59,6 +59,8 @@ final class Receiver {
     private volatile ConnectionHandler handler;
     private ReceiveBuffers buffers;
     private boolean growthFailed;
+    /** Whether the buffers reached the budget's share: one is then kept back for 3.1.5.9's MUST. */
+    private boolean keepReserve;
     private int receivedSinceGrowthCheck;
     private long lastGrowthCheckNanos = Long.MIN_VALUE / 2;
     private int held;
@@ -162,6 +164,12 @@ final class Receiver {
      * CreditLedger} asks for; when one must be posted and no buffer is free, allocates one first
      * (within ReceiveCreditMax and the receive depth), as the rule's MUST says.
      *
+     * <p>Once a connection's buffers have reached its share of the budget, the optional posts of
+     * the rule's last paragraph leave one buffer free, and the MUST posts that one. A connection
+     * that mostly sends finds every buffer posted whenever its last send credit comes (its peer
+     * holds the credits and rarely uses them); without the reserve each such moment would add a
+     * buffer, up to ReceiveCreditMax, whatever the budget.
+     *
      * @param sendPath whether a message is being built
      * @param sendQueueNotEmpty whether Connection.SendQueue holds a message
      * @return the receives newly posted
@@ -170,11 +178,15 @@ final class Receiver {
         if (buffers == null || lifecycle.isRdmaEnded()) {
             return 0;
         }
-        int want = credits.receivesToPost(sendPath, sendQueueNotEmpty, buffers.capacity());
+        boolean must = credits.mustPost(sendQueueNotEmpty);
+        int capacity = buffers.capacity();
+        int want = credits.receivesToPost(sendPath, sendQueueNotEmpty,
+                keepReserve && !must ? capacity - 1 : capacity);
         if (want == 0) {
             return 0;
         }
-        if (buffers.freeCount() == 0 && credits.mustPost(sendQueueNotEmpty)) {
+        if (must && buffers.freeCount() == 0) {
+            keepReserve = capacity >= budgetShare.getAsInt();
             grow(1);
         }
         int posted;
@@ -372,7 +384,9 @@ final class Receiver {
         long now = clock.nanoTime();
         boolean busy = now - lastGrowthCheckNanos < RECEIVE_GROWTH_WINDOW_NANOS;
         lastGrowthCheckNanos = now;
-        int limit = Math.min(Math.min(credits.receiveCreditTarget, buffers.max()), budgetShare.getAsInt());
+        int share = budgetShare.getAsInt();
+        keepReserve &= capacity >= share;
+        int limit = Math.min(Math.min(credits.receiveCreditTarget, buffers.max()), share);
         if (busy && capacity < limit) {
             grow(Math.min(capacity, limit - capacity));
         }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
@@ -115,6 +116,44 @@ class ReceiverTest {
         assertEquals(expected, f.receiver.capacity());
         assertEquals(expected, posted, "the most receives posted at once (credits the peer could hold)");
         assertEquals(share, Receiver.receiveBufferShare(budget, connections));
+    }
+
+    /**
+     * MS-SMBD 3.1.5.9's MUST on a connection that mostly sends: its peer sends nothing but credits,
+     * a few at a time, so every buffer is posted whenever the last send credit comes with a message
+     * queued. Each round (20 ms apart) the peer's credits arrive, the sends before the last credit
+     * post what is free, and then the MUST posts at least one receive. Once the buffers reach the budget's share
+     * one is kept back for the MUST instead of a new one each round; below it (or without a
+     * budget) the MUST adds one each round. Columns: budget, the transport's connections, expected
+     * buffers after 200 rounds.
+     */
+    @ParameterizedTest(name = "budget {0}, {1} connections -> {2} buffers")
+    @CsvSource({
+        "160, 4, 41",
+        "4096, 64, 65",
+        "4096, 1, 232",
+        "0, 64, 232",
+    })
+    void manageCreditsPriorToSending_lastSendCreditEveryBufferPosted_buffersStopOnePastTheShare(int budget,
+            int connections, int expected) throws RdmaException {
+        f = new RuleFixture(SmbDirectConfig.builder().receiveBufferBudget(budget).maxReceiveSize(256).build(), 4096, 255,
+                ConnectionHandler.nonBlocking((c, m, t) -> { }));
+        f.connections = connections;
+        CreditLedger credits = f.model.credits;
+        for (int round = 0; round < 200; round++) {
+            f.clock.advance(Duration.ofMillis(20)); // the peer's few messages do not make it a busy one
+            assertTrue(f.arrive(RawPeer.dataTransfer(255, 8, 0, 0, new byte[0])), "the peer's credits land in a receive");
+            credits.sendCredits = 8;
+            f.receiver.manageCreditsPriorToSending(true, true);
+            credits.granted(credits.grantable());
+            credits.sendCredits = 1;
+            int before = credits.receiveCredits;
+            assertTrue(f.receiver.manageCreditsPriorToSending(true, true) >= 1, "the MUST posts a receive");
+            assertTrue(credits.grantable() >= 1 && credits.receiveCredits > before, "and the last credit grants it");
+            credits.granted(credits.grantable());
+        }
+        assertEquals(expected, f.receiver.capacity());
+        assertEquals(List.of(), f.ended);
     }
 
     /** When connections end, the share grows, and a busy connection grows with it. */
