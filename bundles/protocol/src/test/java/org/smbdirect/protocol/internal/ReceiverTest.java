@@ -122,10 +122,10 @@ class ReceiverTest {
      * MS-SMBD 3.1.5.9's MUST on a connection that mostly sends: its peer sends nothing but credits,
      * a few at a time, so every buffer is posted whenever the last send credit comes with a message
      * queued. Each round (20 ms apart) the peer's credits arrive, the sends before the last credit
-     * post what is free, and then the MUST posts at least one receive. Once the buffers reach the budget's share
-     * one is kept back for the MUST instead of a new one each round; below it (or without a
-     * budget) the MUST adds one each round. Columns: budget, the transport's connections, expected
-     * buffers after 200 rounds.
+     * post what is free, and then the MUST posts at least one receive. Once the buffers reach the
+     * budget's share, one is kept back for the MUST instead of a new one each round; below it (or
+     * without a budget) the MUST adds one each round. Columns: budget, the transport's
+     * connections, expected buffers after 200 rounds.
      */
     @ParameterizedTest(name = "budget {0}, {1} connections -> {2} buffers")
     @CsvSource({
