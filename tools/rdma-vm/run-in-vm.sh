@@ -35,11 +35,12 @@
 #   RDMA_VM_TIMEOUT   seconds before the guest is killed (900)
 #   RDMA_VM_ACCEL     tcg (default) or kvm; a stock kernel does not boot on every /dev/kvm
 #   RDMA_VM_CLOCK     tsc (default with tcg) or kernel (default with kvm): the guest's clock source.
-#                     Under TCG the kernel falls back to the HPET, which has no vDSO: every
-#                     clock_gettime (Java's System.nanoTime) is a system call and an emulated MMIO
-#                     read, about 0.8 us in the guest against 0.1 us on the TSC. TCG's TSC follows
-#                     the host's, monotonic across vCPUs, so tsc=reliable drops the watchdog that
-#                     would otherwise reject it.
+#                     Under TCG the kernel does not trust the TSC (the emulated AMD CPU has no
+#                     constant_tsc flag, and such a machine with two CPUs is assumed unsynchronized)
+#                     and runs on the HPET, which has no vDSO: every clock_gettime (Java's
+#                     System.nanoTime) is a system call and an emulated MMIO read, about 0.8 us in
+#                     the guest against 0.1 us on the TSC. tsc=reliable overrides the assumption;
+#                     TCG's TSC is in step across vCPUs (tools/rdma-vm/README.md).
 #   RDMA_VM_KVER      kernel version to boot (default: newest non-cloud *-amd64 in /lib/modules)
 #   RDMA_VM_ENV       extra variable names to pass into the guest (PATH, JAVA_HOME, HOME, LANG,
 #                     JAVA_TOOL_OPTIONS, CI always are)
