@@ -16,10 +16,11 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
- * The clock the device suite's timings and every timer in the guest rest on. {@code tools/rdma-vm/run-in-vm.sh} boots a TCG
- * guest on the TSC ({@code RDMA_VM_CLOCK}), because the HPET the kernel would otherwise pick makes
- * every {@code System.nanoTime} a system call, which perftest's {@code rdtsc} never pays. A kernel
- * that refused the TSC would leave the latency comparison quietly unfair again.
+ * The clock the device suite's timings and every timer in the guest rest on.
+ * {@code tools/rdma-vm/run-in-vm.sh} boots a TCG guest on the TSC ({@code RDMA_VM_CLOCK}), because
+ * the HPET the kernel would otherwise pick makes every {@code System.nanoTime} a system call, which
+ * perftest's {@code rdtsc} never pays. A kernel that refused the TSC would leave the latency
+ * comparison quietly unfair again.
  */
 class GuestClockTest {
     private static final Path CLOCK = Path.of("/sys/devices/system/clocksource/clocksource0/current_clocksource");
@@ -62,6 +63,8 @@ class GuestClockTest {
         };
         Thread a = new Thread(side, "clock-0");
         Thread b = new Thread(side, "clock-1");
+        a.setDaemon(true); // a hung hand-over must not keep the suite's JVM alive
+        b.setDaemon(true);
         a.start();
         b.start();
         a.join(TimeUnit.MINUTES.toMillis(2));
