@@ -212,7 +212,7 @@ final class WorkRequestRecords {
             try {
                 if (s.region() != null) {
                     VerbsMemoryRegion r = element(s, false);
-                    inline.put(inlineUsed + at, r.buffer(), s.offset(), s.length());
+                    inline.put(inlineUsed + at, r.registeredView(), s.offset(), s.length());
                 } else {
                     inline.put(inlineUsed + at, s.inlineData(), s.offset(), s.length());
                 }
