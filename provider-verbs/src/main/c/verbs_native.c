@@ -603,6 +603,33 @@ static void read_sges(const unsigned char *p, struct ibv_sge *sges, int count)
     }
 }
 
+/* The opcode and operands of a send-queue request other than a window bind; EINVAL for an unknown
+ * operation. */
+static int set_operation(struct ibv_send_wr *wr, int op, uint64_t remote_addr, uint32_t rkey, uint32_t invalidate)
+{
+    switch (op) {
+    case OP_SEND:
+        wr->opcode = IBV_WR_SEND;
+        return 0;
+    case OP_SEND_INV:
+        wr->opcode = IBV_WR_SEND_WITH_INV;
+        wr->invalidate_rkey = invalidate;
+        return 0;
+    case OP_WRITE:
+    case OP_READ:
+        wr->opcode = op == OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+        wr->wr.rdma.remote_addr = remote_addr;
+        wr->wr.rdma.rkey = rkey;
+        return 0;
+    case OP_LOCAL_INV:
+        wr->opcode = IBV_WR_LOCAL_INV;
+        wr->invalidate_rkey = invalidate;
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
 /* The most scatter/gather elements one record may name: far above any device's max_sge, low enough
  * that a corrupt count cannot make the element arrays overflow. */
 #define MAX_RECORD_SGES 4096
@@ -656,29 +683,8 @@ JNIEXPORT void FN(postSend)(JNIEnv *env, jclass cls, jlong qp, jlong records, ji
         wr->sg_list = n > 0 ? next_sge : NULL;
         read_sges(p + WR_SGE, next_sge, n);
         next_sge += n;
-        switch ((int)get32(p + WR_OPCODE)) {
-        case OP_SEND:
-            wr->opcode = IBV_WR_SEND;
-            break;
-        case OP_SEND_INV:
-            wr->opcode = IBV_WR_SEND_WITH_INV;
-            wr->invalidate_rkey = get32(p + WR_INVALIDATE);
-            break;
-        case OP_WRITE:
-            wr->opcode = IBV_WR_RDMA_WRITE;
-            wr->wr.rdma.remote_addr = get64(p + WR_REMOTE_ADDR);
-            wr->wr.rdma.rkey = get32(p + WR_RKEY);
-            break;
-        case OP_READ:
-            wr->opcode = IBV_WR_RDMA_READ;
-            wr->wr.rdma.remote_addr = get64(p + WR_REMOTE_ADDR);
-            wr->wr.rdma.rkey = get32(p + WR_RKEY);
-            break;
-        case OP_LOCAL_INV:
-            wr->opcode = IBV_WR_LOCAL_INV;
-            wr->invalidate_rkey = get32(p + WR_INVALIDATE);
-            break;
-        case OP_BIND_MW:
+        int op = (int)get32(p + WR_OPCODE);
+        if (op == OP_BIND_MW) {
             wr->opcode = IBV_WR_BIND_MW;
             wr->bind_mw.mw = PTR(struct ibv_mw *, get64(p + WR_BIND_MW));
             wr->bind_mw.rkey = get32(p + WR_BIND_RKEY);
@@ -686,10 +692,8 @@ JNIEXPORT void FN(postSend)(JNIEnv *env, jclass cls, jlong qp, jlong records, ji
             wr->bind_mw.bind_info.addr = get64(p + WR_BIND_ADDR);
             wr->bind_mw.bind_info.length = get64(p + WR_BIND_LENGTH);
             wr->bind_mw.bind_info.mw_access_flags = get32(p + WR_BIND_ACCESS);
-            break;
-        default:
-            err = EINVAL;
-            break;
+        } else {
+            err = set_operation(wr, op, get64(p + WR_REMOTE_ADDR), get32(p + WR_RKEY), get32(p + WR_INVALIDATE));
         }
         p += WR_SGE + n * SGE_SIZE;
     }
@@ -714,6 +718,34 @@ JNIEXPORT void FN(postSend)(JNIEnv *env, jclass cls, jlong qp, jlong records, ji
     if (err) {
         throw_post_error(env, posted == 0 && bad == NULL ? "ibv_post_send (unknown operation)" : "ibv_post_send", err,
                          posted, count);
+    }
+}
+
+/* One send-queue request of at most one element, from arguments rather than a record: what most
+ * sends and RDMA operations are, without the record's writes and reads (see WorkRequestRecords). */
+JNIEXPORT void FN(postSendOne)(JNIEnv *env, jclass cls, jlong qp, jlong wr_id, jint op, jint flags,
+                               jlong remote_addr, jint rkey, jint invalidate, jint sges, jlong address,
+                               jint length, jint lkey)
+{
+    (void)cls;
+    if (sges < 0 || sges > 1) {
+        throw_post_error(env, "ibv_post_send (one request takes 0 or 1 element here)", EINVAL, 0, 1);
+        return;
+    }
+    struct ibv_sge sge = { .addr = (uint64_t)address, .length = (uint32_t)length, .lkey = (uint32_t)lkey };
+    struct ibv_send_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = (uint64_t)wr_id;
+    wr.send_flags = (unsigned int)flags;
+    wr.num_sge = sges;
+    wr.sg_list = sges > 0 ? &sge : NULL;
+    if (set_operation(&wr, op, (uint64_t)remote_addr, (uint32_t)rkey, (uint32_t)invalidate)) {
+        throw_post_error(env, "ibv_post_send (unknown operation)", EINVAL, 0, 1);
+        return;
+    }
+    int err = ibv_post_send(PTR(struct ibv_qp *, qp), &wr, &bad);
+    if (err) {
+        throw_post_error(env, "ibv_post_send", err, 0, 1);
     }
 }
 

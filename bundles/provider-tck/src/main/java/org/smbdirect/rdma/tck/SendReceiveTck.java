@@ -309,6 +309,30 @@ public abstract class SendReceiveTck extends ProviderTck {
     }
 
     /**
+     * An INLINE send of one element of registered memory carries the element's bytes as they were
+     * at the post (from its offset, not the region's start); the caller may overwrite them at once.
+     *
+     * @throws Exception on failure
+     */
+    @Test
+    public void inlineSend_fromRegisteredMemory_bytesTakenAtPost() throws Exception {
+        Assumptions.assumeTrue(caps().inlineLimit() > 0, "the provider has no inline support (inlineLimit 0)");
+        int threshold = Math.min(64, caps().inlineLimit());
+        Link l = link(new LinkSpec().options(b -> b.inlineThreshold(threshold)));
+        MemoryRegion in = l.server().register(threshold, Access.LOCAL_WRITE);
+        l.server().postReceive("r", in);
+        MemoryRegion out = l.client().register(threshold + 8, 0);
+        byte[] expected = Bytes.pattern(threshold, 33);
+        out.buffer().put(8, expected);
+        l.client().endpoint().postSend("inline", new Sge[] {Sge.of(out, 8, threshold)}, 1, RequestFlags.INLINE);
+        out.buffer().put(8, new byte[threshold]); // overwrite at once: the bytes went with the post
+        assertEquals(RdmaStatus.SUCCESS, l.client().sendCq().next().status());
+        Completion r = l.server().recvCq().next();
+        assertEquals(threshold, r.bytes());
+        assertBytes(expected, bytes(in, 0, threshold), "inline data from registered memory");
+    }
+
+    /**
      * Inline data beyond the threshold, and unregistered memory without INLINE, are invalid
      * parameters; the endpoint is unchanged.
      *

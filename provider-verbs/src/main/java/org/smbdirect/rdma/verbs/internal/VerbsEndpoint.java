@@ -1129,10 +1129,11 @@ final class VerbsEndpoint implements Endpoint {
         boolean posted = false;
         try {
             synchronized (sendLock) {
-                int n = records.sendElements(op, sgl, count, inline);
+                boolean defer = (flags & RequestFlags.DEFER) != 0;
+                int n = records.sendElements(op, sgl, count, inline, !defer);
                 byte flag = (flags & RequestFlags.SILENT_SUCCESS) != 0 ? SendQueueLedger.SILENT : 0;
                 post(op, context, flag, sendFlags(flags), null, remoteOffset, rkey, invalidate, n,
-                        records.sendBytes(), (flags & RequestFlags.DEFER) != 0);
+                        records.sendBytes(), defer);
                 posted = true;
             }
         } finally {
@@ -1175,6 +1176,7 @@ final class VerbsEndpoint implements Endpoint {
     private void post(int op, Object context, byte flag, int ibvFlags, VerbsMemoryRegion region, long remoteOffset,
             int rkey, int invalidate, int sges, int bytes, boolean defer) throws RdmaException {
         if (sendQueue.doomed()) {
+            records.discard();
             if ((flag & SendQueueLedger.INTERNAL) != 0) {
                 throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the connection is ending");
             }
@@ -1223,7 +1225,7 @@ final class VerbsEndpoint implements Endpoint {
                 throw new NativeException("ibv_post_send", 107, "the queue pair was released");
             }
             postSendCalls++;
-            VerbsNative.postSend(qp, records.sendAddress, n);
+            records.post(qp);
             sendQueue.posted(n);
         } catch (NativeException e) {
             sendQueue.posted(Math.max(0, Math.min(e.posted(), n)));

@@ -483,6 +483,26 @@ public final class VerbsNative {
     public static native void postSend(long qp, long records, int count) throws NativeException;
 
     /**
+     * Posts one send-queue request (ibv_post_send) of at most one element, given as arguments
+     * rather than a record: the common request, without the record's writes. Not for window binds.
+     *
+     * @param qp an ibv_qp pointer
+     * @param wrId the request's id
+     * @param op one of the {@code OP_*} constants but {@link #OP_BIND_MW}
+     * @param flags ibv_send_flags
+     * @param remoteAddr remote address of a read or write
+     * @param rkey remote key of a read or write
+     * @param invalidate the key a send-with-invalidate or local invalidate invalidates
+     * @param sges 0 or 1: whether the element below is named
+     * @param address the element's address
+     * @param length the element's length
+     * @param lkey the element's local key
+     * @throws NativeException on failure ({@link NativeException#posted()} is 0)
+     */
+    public static native void postSendOne(long qp, long wrId, int op, int flags, long remoteAddr, int rkey,
+            int invalidate, int sges, long address, int length, int lkey) throws NativeException;
+
+    /**
      * Posts one receive (ibv_post_recv) described by a record in native memory.
      *
      * @param qp an ibv_qp pointer

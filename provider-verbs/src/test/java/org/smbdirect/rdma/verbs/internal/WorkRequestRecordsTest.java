@@ -90,25 +90,106 @@ class WorkRequestRecordsTest {
             if (request.equals("receive")) {
                 records.receiveRequest(1, sgl, 2);
             } else {
-                records.sendElements(request.equals("read") ? VerbsNative.OP_READ : VerbsNative.OP_SEND, sgl, 2, false);
+                records.sendElements(request.equals("read") ? VerbsNative.OP_READ : VerbsNative.OP_SEND, sgl, 2, false, false);
             }
         });
         assertEquals(expected, e.status(), e.getMessage());
     }
 
+    @ParameterizedTest(name = "{0} alone in a {1}: {2}")
+    @CsvSource({
+        "unset, send, INVALID_PARAMETER",
+        "heap, send, INVALID_PARAMETER",
+        "foreign, send, LOCAL_PROTECTION_ERROR",
+        "invalidated, send, INVALID_TOKEN",
+        "beyond, send, LOCAL_PROTECTION_ERROR",
+        "readOnly, read, LOCAL_PROTECTION_ERROR",
+        "unset, inline, INVALID_PARAMETER",
+        "foreign, inline, LOCAL_PROTECTION_ERROR",
+        "invalidated, inline, INVALID_TOKEN",
+        "beyond, inline, INVALID_PARAMETER",
+    })
+    void badElement_alone_refusedAsInARecord(String which, String request, RdmaStatus expected) {
+        Sge[] sgl = {element(which)};
+        int op = request.equals("read") ? VerbsNative.OP_READ : VerbsNative.OP_SEND;
+        boolean inline = request.equals("inline");
+        RdmaException alone = assertThrows(RdmaException.class, () -> records().sendElements(op, sgl, 1, inline, true));
+        RdmaException inChain = assertThrows(RdmaException.class,
+                () -> records().sendElements(op, sgl, 1, inline, false));
+        assertEquals(expected, alone.status(), alone.getMessage());
+        assertEquals(inChain.getMessage(), alone.getMessage(), "the same checks, whichever way it is posted");
+    }
+
+    @Test
+    void lone_inlineFromRegisteredMemory_namesTheMemoryItself() throws RdmaException {
+        WorkRequestRecords records = records();
+        int flags = VerbsNative.SEND_SIGNALED | VerbsNative.SEND_INLINE;
+        assertEquals(1, records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.of(writable, 16, 40)}, 1, true, true));
+        assertEquals(40, records.sendBytes());
+        records.sendRequest(0x500000007L, VerbsNative.OP_SEND, flags, 0, 0, 0, 1);
+        records.commit(1);
+        assertArrayEquals(new long[] {0x500000007L, VerbsNative.OP_SEND, flags, 0, 0, 0, 1, ADDRESS + 16, 40, 11},
+                records.loneRequest(), "no copy: the device reads the inline bytes during the post");
+        assertEquals(0, records.sendRecord().getInt(VerbsNative.WR_NUM_SGE), "no record was written");
+        assertEquals(1, records.chained());
+        records.clear();
+        assertNull(records.loneRequest());
+    }
+
+    @Test
+    void lone_inlineFromUnregisteredMemory_namesACopy() throws RdmaException {
+        WorkRequestRecords records = records();
+        assertEquals(1, records.sendElements(VerbsNative.OP_SEND,
+                new Sge[] {Sge.inline(ByteBuffer.wrap(new byte[] {1, 2, 3}))}, 1, true, true));
+        records.sendRequest(9, VerbsNative.OP_SEND, VerbsNative.SEND_INLINE, 0, 0, 0, 1);
+        records.commit(1);
+        long[] q = records.loneRequest();
+        assertEquals(records.inlineAddress(), q[7], "the copy in the inline buffer");
+        assertEquals(3, q[8]);
+    }
+
+    @Test
+    void lone_rdmaRead_andEmptySend() throws RdmaException {
+        WorkRequestRecords records = records();
+        assertEquals(1, records.sendElements(VerbsNative.OP_READ, new Sge[] {Sge.of(writable)}, 1, false, true));
+        records.sendRequest(5, VerbsNative.OP_READ, VerbsNative.SEND_SIGNALED, 0x9000, 77, 0, 1);
+        records.commit(1);
+        assertArrayEquals(new long[] {5, VerbsNative.OP_READ, VerbsNative.SEND_SIGNALED, 0x9000, 77, 0, 1, ADDRESS, 4096,
+            11}, records.loneRequest());
+        records.clear();
+        assertEquals(0, records.sendElements(VerbsNative.OP_SEND, new Sge[0], 0, false, true));
+        records.sendRequest(6, VerbsNative.OP_SEND, 0, 0, 0, 0, 0);
+        records.commit(0);
+        assertEquals(0, records.loneRequest()[6], "no element");
+    }
+
+    @Test
+    void discarded_loneRequest_leavesNoTrace() throws RdmaException {
+        WorkRequestRecords records = records();
+        records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.of(writable, 0, 8)}, 1, false, true);
+        records.discard(); // the connection was ending: not posted
+        records.sendRequest(7, VerbsNative.OP_LOCAL_INV, 0, 0, 0, 42, 0);
+        records.commit(0);
+        assertNull(records.loneRequest(), "a later request without elements goes in a record");
+        assertEquals(VerbsNative.OP_LOCAL_INV, records.sendRecord().getInt(VerbsNative.WR_OPCODE));
+    }
+
     @Test
     void readOnlyMemory_mayBeSentAndWritten() throws RdmaException {
         Sge[] sgl = {Sge.of(readOnly, 0, 8)};
-        assertEquals(1, records().sendElements(VerbsNative.OP_WRITE, sgl, 1, false));
+        assertEquals(1, records().sendElements(VerbsNative.OP_WRITE, sgl, 1, false, false));
     }
 
     @Test
     void sendRecord_namesEachNonEmptyElement_andTheTotal() throws RdmaException {
         WorkRequestRecords records = records();
         Sge[] sgl = {Sge.of(writable, 16, 100), Sge.of(readOnly, 0, 0), Sge.of(readOnly, 8, 24)};
-        assertEquals(2, records.sendElements(VerbsNative.OP_SEND, sgl, 3, false), "the empty element is left out");
+        // three elements: a record, though posted at once
+        assertEquals(2, records.sendElements(VerbsNative.OP_SEND, sgl, 3, false, true), "the empty element is left out");
         assertEquals(124, records.sendBytes());
         records.sendRequest(0x500000007L, VerbsNative.OP_SEND, VerbsNative.SEND_SIGNALED, 0, 0, 0, 2);
+        records.commit(2);
+        assertNull(records.loneRequest());
         ByteBuffer r = records.sendRecord();
         assertEquals(0x500000007L, r.getLong(VerbsNative.WR_ID));
         assertEquals(VerbsNative.OP_SEND, r.getInt(VerbsNative.WR_OPCODE));
@@ -129,13 +210,13 @@ class WorkRequestRecordsTest {
         ByteBuffer heap = ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5});
         writable.buffer().put(0, new byte[] {9, 8, 7});
         Sge[] sgl = {Sge.inline(heap), Sge.of(writable, 0, 3)};
-        assertEquals(1, records.sendElements(VerbsNative.OP_SEND, sgl, 2, true), "one element: the inline copy");
+        assertEquals(1, records.sendElements(VerbsNative.OP_SEND, sgl, 2, true, false), "one element: the inline copy");
         assertEquals(8, records.sendBytes());
         heap.put(0, (byte) 42); // the copy was made at the post
         assertEquals(8, records.sendRecord().getInt(VerbsNative.WR_SGE + 8));
         Sge[] tooLong = {Sge.inline(ByteBuffer.allocate(65))};
         RdmaException e = assertThrows(RdmaException.class,
-                () -> records.sendElements(VerbsNative.OP_SEND, tooLong, 1, true));
+                () -> records.sendElements(VerbsNative.OP_SEND, tooLong, 1, true, false));
         assertEquals(RdmaStatus.INVALID_PARAMETER, e.status());
         assertTrue(e.getMessage().contains("inline threshold of 64"), e.getMessage());
     }
@@ -158,18 +239,20 @@ class WorkRequestRecordsTest {
     void chain_recordsFollowEachOther_eachInlineCopyKept() throws RdmaException {
         WorkRequestRecords records = records();
         int n1 = records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.of(writable, 0, 8), Sge.of(readOnly, 0, 4)},
-                2, false);
+                2, false, false);
         records.sendRequest(1, VerbsNative.OP_SEND, 0, 0, 0, 0, n1);
         records.commit(n1);
+        // posted at once, but behind a deferred request: a record in the chain, not lone
         int n2 = records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.inline(ByteBuffer.wrap(new byte[] {5, 6}))}, 1,
-                true);
+                true, true);
         records.sendRequest(2, VerbsNative.OP_SEND, 0, 0, 0, 0, n2);
         records.commit(n2);
         int n3 = records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.inline(ByteBuffer.wrap(new byte[] {7}))}, 1,
-                true);
+                true, false);
         records.sendRequest(3, VerbsNative.OP_SEND, 0, 0, 0, 0, n3);
         records.commit(n3);
         assertEquals(3, records.chained());
+        assertNull(records.loneRequest());
         ByteBuffer r = records.sendRecord();
         int second = VerbsNative.WR_SGE + 2 * VerbsNative.SGE_SIZE;
         int third = second + VerbsNative.WR_SGE + VerbsNative.SGE_SIZE;
