@@ -518,6 +518,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
             if (lifecycle.isClosed()) {
                 return;
             }
+            timers.batchEnded(); // 3.1.5.5: the batch's messages retriggered the idle timer once
         }
     }
 

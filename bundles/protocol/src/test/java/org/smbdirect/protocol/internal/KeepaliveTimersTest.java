@@ -68,6 +68,7 @@ class KeepaliveTimersTest {
             }
             if (s == peerAt) {
                 t.messageReceived(); // 3.1.5.5
+                t.batchEnded();
                 assertEquals(DataModel.KeepaliveRequested.NONE, model.keepaliveRequested);
             }
         }
@@ -102,12 +103,50 @@ class KeepaliveTimersTest {
         t.established();
         for (int i = 0; i < 1000; i++) {
             t.messageReceived();
+            t.batchEnded();
         }
         assertEquals(1, clock.pending());
         assertNull(advance(t, 120));
         assertEquals(1, clock.pending(), "the check moved to the later deadline");
         t.cancelAll();
         assertEquals(0, clock.pending());
+    }
+
+    /** MS-SMBD 3.1.5.5 for a batch of messages: the first reads the clock, for all of them. */
+    @Test
+    void retrigger_aBatchOfMessages_readsTheClockOnce() {
+        MovingClock moving = new MovingClock(Duration.ofSeconds(1));
+        model.initialValues(DataModel.Role.PASSIVE, SmbDirectConfig.builder().keepaliveIntervalSeconds(120).build());
+        KeepaliveTimers t = new KeepaliveTimers(moving, signals::incrementAndGet, model, Duration.ofSeconds(5));
+        t.established();
+        for (int batch = 0; batch < 2; batch++) {
+            long before = moving.now;
+            for (int i = 0; i < 100; i++) {
+                t.messageReceived();
+            }
+            assertEquals(before + Duration.ofSeconds(1).toNanos(), moving.now, "one reading for the batch");
+            t.batchEnded();
+        }
+    }
+
+    /**
+     * MS-SMBD 3.1.5.5 and 3.1.6.2 in one batch: when a rule sets the timer after a message (here the
+     * keepalive's response timeout), the next message of the batch retriggers it again.
+     */
+    @Test
+    void retrigger_afterAnotherRuleSetTheTimer_theNextMessageRetriggers() {
+        KeepaliveTimers t = timers(120);
+        t.established();
+        t.messageReceived();
+        assertNull(t.idleConnectionTimerExpired()); // the timer: 5 s
+        assertEquals(DataModel.KeepaliveRequested.PENDING, model.keepaliveRequested);
+        t.messageReceived(); // same batch: the timer back to 120 s
+        assertNull(advance(t, 5));
+        assertEquals(DataModel.KeepaliveRequested.NONE, model.keepaliveRequested, "no keepalive after 5 s");
+        assertNull(advance(t, 114));
+        assertEquals(DataModel.KeepaliveRequested.NONE, model.keepaliveRequested);
+        assertNull(advance(t, 1));
+        assertEquals(DataModel.KeepaliveRequested.PENDING, model.keepaliveRequested, "120 s after the message");
     }
 
     /**
@@ -168,6 +207,7 @@ class KeepaliveTimersTest {
         // A message moves the deadline on; the check stays, and when it runs it moves to the new deadline.
         long receivedAt = moving.now;
         t.messageReceived();
+        t.batchEnded();
         assertEquals(establishedAt + Duration.ofSeconds(120).toNanos(), t.idleCheckAt(), "one check at a time");
         moving.now = establishedAt + Duration.ofSeconds(120).toNanos();
         moving.lastTask.run(); // the check falls due
