@@ -80,6 +80,42 @@ class NativePostDeviceTest {
         assertArrayEquals(payload, got);
     }
 
+    /**
+     * The lone post ({@code postSendOne}): arguments it cannot post are refused before the device,
+     * a request the device refuses is reported as not posted, and the queue pair carries on.
+     */
+    @Test
+    void postSendOne_refusals_reportedAsNotPosted_queuePairCarriesOn() throws Exception {
+        MemoryRegion into = p.server.register(Fixture.direct(64), Access.LOCAL_WRITE);
+        p.server.postReceive("receive", new Sge[] {Sge.of(into, 0, 64)}, 1);
+        MemoryRegion from = p.client.register(Fixture.direct(4096), Access.LOCAL_WRITE);
+        from.buffer().put(0, "lone, after three".getBytes(java.nio.charset.StandardCharsets.US_ASCII), 0, 16);
+        long qp = qp(p.client);
+        long address = VerbsNative.bufferAddress(from.buffer());
+        long id = 0xFFFF_FFFF_0000_0003L; // of no endpoint, as above
+        NativeException op = assertThrows(NativeException.class, () -> VerbsNative.postSendOne(qp, id, 99,
+                VerbsNative.SEND_SIGNALED, 0, 0, 0, 1, address, 16, lkey(from)));
+        assertTrue(op.getMessage().contains("unknown operation"), op.getMessage());
+        NativeException two = assertThrows(NativeException.class, () -> VerbsNative.postSendOne(qp, id,
+                VerbsNative.OP_SEND, VerbsNative.SEND_SIGNALED, 0, 0, 0, 2, address, 16, lkey(from)));
+        assertTrue(two.getMessage().contains("0 or 1 element"), two.getMessage());
+        // more inline bytes than any Soft-RoCE queue pair takes (within the buffer): the device refuses the post
+        NativeException inline = assertThrows(NativeException.class, () -> VerbsNative.postSendOne(qp, id,
+                VerbsNative.OP_SEND, VerbsNative.SEND_SIGNALED | VerbsNative.SEND_INLINE, 0, 0, 0, 1, address, 4096,
+                lkey(from)));
+        for (NativeException e : new NativeException[] {op, two, inline}) {
+            assertEquals(0, e.posted(), e.getMessage());
+        }
+        VerbsNative.postSendOne(qp, id, VerbsNative.OP_SEND, VerbsNative.SEND_SIGNALED, 0, 0, 0, 1, address, 16,
+                lkey(from));
+        CompletionResult r = p.serverCq.one(Fixture.TIMEOUT);
+        assertEquals(RdmaStatus.SUCCESS, r.status(), r.toString());
+        assertEquals(16, r.bytesTransferred());
+        byte[] got = new byte[16];
+        into.buffer().get(0, got);
+        assertEquals("lone, after thre", new String(got, java.nio.charset.StandardCharsets.US_ASCII));
+    }
+
     private static void record(ByteBuffer records, int at, long wrId, int sges) {
         records.putLong(at + VerbsNative.WR_ID, wrId);
         records.putInt(at + VerbsNative.WR_OPCODE, VerbsNative.OP_SEND);

@@ -70,6 +70,7 @@ class WorkRequestRecordsTest {
         }
     }
 
+    /** Each bad element is refused in a record (after a good one) and lone, the same way. */
     @ParameterizedTest(name = "{0} in a {1}: {2}")
     @CsvSource({
         "unset, send, INVALID_PARAMETER",
@@ -77,6 +78,10 @@ class WorkRequestRecordsTest {
         "foreign, send, LOCAL_PROTECTION_ERROR",
         "invalidated, send, INVALID_TOKEN",
         "beyond, send, LOCAL_PROTECTION_ERROR",
+        "unset, inline, INVALID_PARAMETER",
+        "foreign, inline, LOCAL_PROTECTION_ERROR",
+        "invalidated, inline, INVALID_TOKEN",
+        "beyond, inline, INVALID_PARAMETER",
         // the device writes into the memory of an RDMA Read and of a receive
         "readOnly, read, LOCAL_PROTECTION_ERROR",
         "readOnly, receive, LOCAL_PROTECTION_ERROR",
@@ -84,94 +89,23 @@ class WorkRequestRecordsTest {
         "foreign, receive, LOCAL_PROTECTION_ERROR",
     })
     void badElement_refusedWith(String which, String request, RdmaStatus expected) {
-        WorkRequestRecords records = records();
         Sge[] sgl = {Sge.of(writable, 0, 16), element(which)};
-        RdmaException e = assertThrows(RdmaException.class, () -> {
-            if (request.equals("receive")) {
-                records.receiveRequest(1, sgl, 2);
-            } else {
-                records.sendElements(request.equals("read") ? VerbsNative.OP_READ : VerbsNative.OP_SEND, sgl, 2, false, false);
-            }
-        });
-        assertEquals(expected, e.status(), e.getMessage());
-    }
-
-    @ParameterizedTest(name = "{0} alone in a {1}: {2}")
-    @CsvSource({
-        "unset, send, INVALID_PARAMETER",
-        "heap, send, INVALID_PARAMETER",
-        "foreign, send, LOCAL_PROTECTION_ERROR",
-        "invalidated, send, INVALID_TOKEN",
-        "beyond, send, LOCAL_PROTECTION_ERROR",
-        "readOnly, read, LOCAL_PROTECTION_ERROR",
-        "unset, inline, INVALID_PARAMETER",
-        "foreign, inline, LOCAL_PROTECTION_ERROR",
-        "invalidated, inline, INVALID_TOKEN",
-        "beyond, inline, INVALID_PARAMETER",
-    })
-    void badElement_alone_refusedAsInARecord(String which, String request, RdmaStatus expected) {
-        Sge[] sgl = {element(which)};
+        if (request.equals("receive")) {
+            RdmaException e = assertThrows(RdmaException.class, () -> records().receiveRequest(1, sgl, 2));
+            assertEquals(expected, e.status(), e.getMessage());
+            return;
+        }
         int op = request.equals("read") ? VerbsNative.OP_READ : VerbsNative.OP_SEND;
         boolean inline = request.equals("inline");
-        RdmaException alone = assertThrows(RdmaException.class, () -> records().sendElements(op, sgl, 1, inline, true));
-        RdmaException inChain = assertThrows(RdmaException.class,
-                () -> records().sendElements(op, sgl, 1, inline, false));
+        RdmaException inRecord = assertThrows(RdmaException.class,
+                () -> records().sendElements(op, sgl, 2, inline, false));
+        assertEquals(expected, inRecord.status(), inRecord.getMessage());
+        Sge[] one = {sgl[1]};
+        RdmaException alone = assertThrows(RdmaException.class, () -> records().sendElements(op, one, 1, inline, true));
+        RdmaException chained = assertThrows(RdmaException.class,
+                () -> records().sendElements(op, one, 1, inline, false));
         assertEquals(expected, alone.status(), alone.getMessage());
-        assertEquals(inChain.getMessage(), alone.getMessage(), "the same checks, whichever way it is posted");
-    }
-
-    @Test
-    void lone_inlineFromRegisteredMemory_namesTheMemoryItself() throws RdmaException {
-        WorkRequestRecords records = records();
-        int flags = VerbsNative.SEND_SIGNALED | VerbsNative.SEND_INLINE;
-        assertEquals(1, records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.of(writable, 16, 40)}, 1, true, true));
-        assertEquals(40, records.sendBytes());
-        records.sendRequest(0x500000007L, VerbsNative.OP_SEND, flags, 0, 0, 0, 1);
-        records.commit(1);
-        assertArrayEquals(new long[] {0x500000007L, VerbsNative.OP_SEND, flags, 0, 0, 0, 1, ADDRESS + 16, 40, 11},
-                records.loneRequest(), "no copy: the device reads the inline bytes during the post");
-        assertEquals(0, records.sendRecord().getInt(VerbsNative.WR_NUM_SGE), "no record was written");
-        assertEquals(1, records.chained());
-        records.clear();
-        assertNull(records.loneRequest());
-    }
-
-    @Test
-    void lone_inlineFromUnregisteredMemory_namesACopy() throws RdmaException {
-        WorkRequestRecords records = records();
-        assertEquals(1, records.sendElements(VerbsNative.OP_SEND,
-                new Sge[] {Sge.inline(ByteBuffer.wrap(new byte[] {1, 2, 3}))}, 1, true, true));
-        records.sendRequest(9, VerbsNative.OP_SEND, VerbsNative.SEND_INLINE, 0, 0, 0, 1);
-        records.commit(1);
-        long[] q = records.loneRequest();
-        assertEquals(records.inlineAddress(), q[7], "the copy in the inline buffer");
-        assertEquals(3, q[8]);
-    }
-
-    @Test
-    void lone_rdmaRead_andEmptySend() throws RdmaException {
-        WorkRequestRecords records = records();
-        assertEquals(1, records.sendElements(VerbsNative.OP_READ, new Sge[] {Sge.of(writable)}, 1, false, true));
-        records.sendRequest(5, VerbsNative.OP_READ, VerbsNative.SEND_SIGNALED, 0x9000, 77, 0, 1);
-        records.commit(1);
-        assertArrayEquals(new long[] {5, VerbsNative.OP_READ, VerbsNative.SEND_SIGNALED, 0x9000, 77, 0, 1, ADDRESS, 4096,
-            11}, records.loneRequest());
-        records.clear();
-        assertEquals(0, records.sendElements(VerbsNative.OP_SEND, new Sge[0], 0, false, true));
-        records.sendRequest(6, VerbsNative.OP_SEND, 0, 0, 0, 0, 0);
-        records.commit(0);
-        assertEquals(0, records.loneRequest()[6], "no element");
-    }
-
-    @Test
-    void discarded_loneRequest_leavesNoTrace() throws RdmaException {
-        WorkRequestRecords records = records();
-        records.sendElements(VerbsNative.OP_SEND, new Sge[] {Sge.of(writable, 0, 8)}, 1, false, true);
-        records.discard(); // the connection was ending: not posted
-        records.sendRequest(7, VerbsNative.OP_LOCAL_INV, 0, 0, 0, 42, 0);
-        records.commit(0);
-        assertNull(records.loneRequest(), "a later request without elements goes in a record");
-        assertEquals(VerbsNative.OP_LOCAL_INV, records.sendRecord().getInt(VerbsNative.WR_OPCODE));
+        assertEquals(chained.getMessage(), alone.getMessage(), "the same checks, lone or in a record");
     }
 
     @Test
