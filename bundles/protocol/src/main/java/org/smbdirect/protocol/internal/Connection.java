@@ -915,11 +915,14 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
 
     /**
      * MS-SMBD 3.1.4.2: queues a message; when the connection is idle, the calling thread runs the
-     * sending rules itself, so that a message with credits to go is posted at once.
+     * sending rules itself, so that a message with credits to go is posted at once. A message
+     * queued behind messages that wait for a credit or a send buffer is left to the completion
+     * that brings one: running the rules for it would only find the wait again.
      */
     void send(ByteBuffer message, ByteBuffer[] parts, boolean hasToken, int token, CompletableFuture<Void> future,
             CompletionHandler<Void, Object> h, Object attachment, int maxFragmentedSendSize) {
-        if (sender.enqueue(message, parts, hasToken, token, future, h, attachment, maxFragmentedSendSize)) {
+        if (sender.enqueue(message, parts, hasToken, token, future, h, attachment, maxFragmentedSendSize)
+                == Sender.QUEUED) {
             postNowOrSignal();
         }
     }

@@ -41,12 +41,25 @@ final class Sender {
     private final int maxPendingSends;
     private final boolean remoteInvalidate;
 
+    /** {@link #enqueue}: queued; the sending rules should run. */
+    static final int QUEUED = 0;
+    /** {@link #enqueue}: queued behind messages waiting for a completion; nothing to run. */
+    static final int QUEUED_BEHIND = 1;
+    /** {@link #enqueue}: failed at once. */
+    static final int FAILED = 2;
+
     // ---- shared with the upper layer's threads, guarded by inboxLock
     private final Object inboxLock = new Object();
     private final ArrayDeque<OutgoingMessage> inbox = new ArrayDeque<>();
     private final ArrayDeque<OutgoingMessage> pool = new ArrayDeque<>();
     private int pendingSends;
     private boolean sendsClosed;
+    /**
+     * The sending rules stopped with messages queued, for a send credit or a send buffer; the
+     * completion that brings one runs them again. A message queued meanwhile needs no run of its
+     * own: it cannot overtake the ones waiting before it.
+     */
+    private boolean waiting;
     private CompletableFuture<Void> writable;
 
     // ---- the connection's thread
@@ -109,10 +122,12 @@ final class Sender {
      * @param h called when sent, or {@code null} with {@code future}
      * @param attachment for {@code h}
      * @param maxFragmentedSendSize Connection.MaxFragmentedSendSize, or -1 when not yet negotiated
-     * @return {@code true} when the message was queued (the connection has work), {@code false}
-     *         when it was failed at once
+     * @return {@link #QUEUED} when the message was queued and the sending rules should run, {@link
+     *         #QUEUED_BEHIND} when it was queued behind messages that wait for a credit or a send
+     *         buffer (the completion that brings one runs the rules), {@link #FAILED} when it was
+     *         failed at once
      */
-    boolean enqueue(ByteBuffer message, ByteBuffer[] parts, boolean hasToken, int token,
+    int enqueue(ByteBuffer message, ByteBuffer[] parts, boolean hasToken, int token,
             CompletableFuture<Void> future, CompletionHandler<Void, Object> h, Object attachment,
             int maxFragmentedSendSize) {
         long total = message != null ? message.remaining() : 0;
@@ -158,7 +173,7 @@ final class Sender {
                 m.attachment = attachment;
                 pendingSends++;
                 inbox.add(m);
-                return true;
+                return waiting ? QUEUED_BEHIND : QUEUED;
             } else if (lost == null) {
                 lost = new ConnectionLoss(TerminationReason.LOCAL_CLOSE, "the connection is closing");
             }
@@ -169,7 +184,7 @@ final class Sender {
         } else {
             h.failed(e, attachment);
         }
-        return false;
+        return FAILED;
     }
 
     /**
@@ -210,6 +225,7 @@ final class Sender {
     /** Moves what the upper layer queued into Connection.SendQueue. */
     void drainInbox() {
         synchronized (inboxLock) {
+            waiting = false;
             if (inbox.isEmpty()) {
                 return;
             }
@@ -252,6 +268,7 @@ final class Sender {
             OutgoingMessage m = sendQueue.peek();
             if (credits.sendCredits == 0) {
                 counters.creditStalls++;
+                waitForCompletion();
                 break;
             }
             SendBuffers.Slot slot;
@@ -262,7 +279,8 @@ final class Sender {
                 return;
             }
             if (slot == null) {
-                break; // every send buffer is in flight; continue when one completes
+                waitForCompletion(); // every send buffer is in flight; continue when one completes
+                break;
             }
             // The message's CreditsGranted is zero until now: perform 3.1.5.9.
             receives.manageCreditsPriorToSending(true, true);
@@ -277,6 +295,7 @@ final class Sender {
             if (!credits.maySend(granted)) {
                 sendBuffers.release(slot);
                 counters.creditStalls++;
+                waitForCompletion();
                 break;
             }
             int flags = timers.flagsForNextMessage();
@@ -292,6 +311,16 @@ final class Sender {
                 sendQueue.poll();
             }
             model.sendImmediate = false;
+        }
+    }
+
+    /**
+     * The rules stop for a credit or a send buffer, which only a completion (or a released
+     * message's receive) brings, and every completion runs them again.
+     */
+    private void waitForCompletion() {
+        synchronized (inboxLock) {
+            waiting = true;
         }
     }
 

@@ -17,6 +17,8 @@ import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.smbdirect.protocol.wire.internal.DataTransferHeader;
 import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.transport.ConnectionStatistics;
@@ -241,11 +243,15 @@ class CreditManagementTest {
 
     /**
      * Both engines send as fast as they can, mixed sizes including fragmented messages, long enough
-     * to cycle the credits many thousands of times: everything arrives, in order, intact.
+     * to cycle the credits many thousands of times: everything arrives, in order, intact. With one
+     * send buffer, the senders wait for a send completion as often as for credits: the messages
+     * queued meanwhile behind the waiting ones ({@link Sender#QUEUED_BEHIND}) still all go.
      */
-    @Test
-    void bidirectional_fullSpeed_neverStalls() throws Exception {
-        SmbDirectConfig cfg = SmbDirectConfig.builder().receiveCreditMax(32).sendCreditTarget(32).build();
+    @ParameterizedTest(name = "{0} send buffers")
+    @ValueSource(ints = {32, 1})
+    void bidirectional_fullSpeed_neverStalls(int sendBuffers) throws Exception {
+        SmbDirectConfig cfg = SmbDirectConfig.builder().receiveCreditMax(32).sendCreditTarget(32)
+                .sendBuffers(sendBuffers).build();
         SmbDirectTransport server = fx.transport(cfg, engineSide);
         SmbDirectTransport client = fx.transport(cfg, peerSide);
         ChecksumRecorder atServer = new ChecksumRecorder();

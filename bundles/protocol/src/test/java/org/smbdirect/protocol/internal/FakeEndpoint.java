@@ -23,6 +23,8 @@ import org.smbdirect.rdma.Sge;
 final class FakeEndpoint implements Endpoint {
     final List<byte[]> sent = new ArrayList<>();
     final List<Integer> sentFlags = new ArrayList<>();
+    /** The contexts of the sends, in posting order, for completing them. */
+    final List<Object> sentContexts = new ArrayList<>();
     final ArrayDeque<Object> receives = new ArrayDeque<>();
     int registrations;
     int receiveDepth = Integer.MAX_VALUE;
@@ -159,6 +161,7 @@ final class FakeEndpoint implements Endpoint {
         b.get(sgl[0].offset(), copy);
         sent.add(copy);
         sentFlags.add(flags);
+        sentContexts.add(context);
     }
 
     @Override

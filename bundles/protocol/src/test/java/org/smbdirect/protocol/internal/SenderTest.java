@@ -1,14 +1,17 @@
 package org.smbdirect.protocol.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.util.List;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.smbdirect.protocol.wire.internal.DataTransferHeader;
 import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.transport.ConnectionHandler;
 import org.smbdirect.transport.SmbDirectConfig;
 
@@ -89,5 +92,72 @@ class SenderTest {
         assertEquals(20, f.ep.sent.get(0).length);
         assertEquals(flags, RawPeer.header(f.ep.sent.get(0)).flags());
         assertEquals(false, f.model.sendImmediate);
+    }
+
+    /**
+     * 3.1.4.2 with 3.1.5.1: once the sending rules stop, with messages queued, for a send credit,
+     * for a send buffer, or at the last credit with nothing to grant, a message queued behind them
+     * needs no run of the rules of its own ({@link Sender#QUEUED_BEHIND}): it cannot overtake them,
+     * and the completion that ends the wait runs the rules, which send everything in order.
+     */
+    @ParameterizedTest(name = "waiting for {0}")
+    @ValueSource(strings = {"a send credit", "a send buffer", "a credit to grant"})
+    void enqueue_behindMessagesWaitingForACompletion_queuedWithoutARun_allSentInOrderAfterIt(String waitingFor)
+            throws RdmaException {
+        boolean buffer = waitingFor.equals("a send buffer");
+        boolean grant = waitingFor.equals("a credit to grant");
+        // ReceiveCreditMax 32: every receive the peer asked for is posted and granted already.
+        RuleFixture f = new RuleFixture(SmbDirectConfig.builder().receiveCreditMax(grant ? 32 : 255)
+                .sendBuffers(buffer ? 1 : 32).build(), 4096, 32, IGNORE);
+        f.model.credits.sendCredits = buffer ? 10 : grant ? 1 : 0;
+        assertEquals(Sender.QUEUED, enqueue(f, 0), "nothing waits yet");
+        runRules(f);
+        if (buffer) {
+            // The first message took the only send buffer; the second finds none.
+            assertEquals(Sender.QUEUED, enqueue(f, 1), "the first message went: nothing waits");
+            runRules(f);
+        }
+        assertEquals(buffer ? 1 : 0, f.ep.sent.size());
+        for (int tag = buffer ? 2 : 1; tag < 3; tag++) {
+            assertEquals(Sender.QUEUED_BEHIND, enqueue(f, tag));
+        }
+
+        // The completion that ends the wait, then the rules, as the connection's thread runs them.
+        if (buffer) {
+            for (int sent = 1; sent < 3; sent++) {
+                f.sender.sendCompleted((SendBuffers.Slot) f.ep.sentContexts.get(sent - 1), RdmaStatus.SUCCESS);
+                runRules(f);
+            }
+        } else {
+            // The peer's message: it grants 10 credits, or (granting none) uses a receive to grant.
+            byte[] m = RawPeer.dataTransfer(32, grant ? 0 : 10, 0, 0, new byte[] {9});
+            ReceiveBuffers.Slot slot = (ReceiveBuffers.Slot) f.ep.takeReceive();
+            slot.buffer.put(slot.base, m);
+            f.model.credits.receiveCompleted();
+            f.receiver.receiveDataTransferMessage(slot, m.length, false, 0);
+            if (grant) {
+                runRules(f);
+                assertEquals(1, f.ep.sent.size(), "the last credit went with the grant");
+                f.model.credits.sendCredits = 10; // the peer's next message: credits for the rest
+            }
+            runRules(f);
+        }
+        assertEquals(3, f.ep.sent.size());
+        for (int i = 0; i < 3; i++) {
+            assertEquals(i, f.ep.sent.get(i)[24], "message " + i + " in order");
+        }
+        assertEquals(Sender.QUEUED, enqueue(f, 3), "the wait is over: a new message runs the rules again");
+        assertTrue(f.counters.creditStalls > 0 || buffer);
+        assertEquals(List.of(), f.ended);
+    }
+
+    private static int enqueue(RuleFixture f, int tag) {
+        return f.sender.enqueue(ByteBuffer.wrap(new byte[] {(byte) tag}), null, false, 0,
+                new java.util.concurrent.CompletableFuture<>(), null, null, -1);
+    }
+
+    private static void runRules(RuleFixture f) {
+        f.sender.drainInbox();
+        f.sender.sendUpperLayerMessages(f.ep, f.receiver, f.timers);
     }
 }
