@@ -104,6 +104,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private volatile boolean closing;
     /** The server's message this transport ended at, or {@code null} while it carries on. */
     private volatile Exception broken;
+    /** Tests only: runs after each part of a split request is sent, before the next. */
+    volatile Runnable afterPartSent;
 
     SmbDirectTransportLayer(SmbjTransportImpl owner, PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers,
             SmbConfig config) {
@@ -180,8 +182,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     public void write(SMBPacket<?, ?> packet) throws TransportException {
         Exception fault = broken;
         if (fault != null) {
-            throw new TransportException("the SMB Direct connection was closed after a faulty message from the server ("
-                    + fault.getMessage() + "): cannot send " + packet, fault);
+            throw afterFault(fault, "cannot send " + packet);
         }
         SmbDirectConnection c = connection;
         if (c == null) {
@@ -418,6 +419,10 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
                 statistics.rdmaWrites.incrementAndGet();
                 statistics.rdmaWriteBytes.addAndGet(split.length(i));
             }
+            Runnable hook = afterPartSent;
+            if (hook != null) {
+                hook.run();
+            }
         }
         if (read) {
             ((SplitRead) split).destination.prepare();
@@ -503,10 +508,25 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         return false;
     }
 
-    private static TransportException lost(SmbDirectConnection c, ConnectionLostException e, SMBPacket<?, ?> packet) {
+    /**
+     * A request the connection's end kept from going out. When this transport ended the connection
+     * after a faulty message from the server, while the request was being sent (between the parts
+     * of a split one, say), that message is the reason, as it is for the requests smbj waits on:
+     * not the close it caused.
+     */
+    private TransportException lost(SmbDirectConnection c, ConnectionLostException e, SMBPacket<?, ?> packet) {
+        Exception fault = broken;
+        if (fault != null) {
+            return afterFault(fault, packet + " was not sent");
+        }
         TransportException t = lost(c, e.loss(), packet);
         t.initCause(e);
         return t;
+    }
+
+    private static TransportException afterFault(Exception fault, String what) {
+        return new TransportException("the SMB Direct connection was closed after a faulty message from the server ("
+                + fault.getMessage() + "): " + what, fault);
     }
 
     private static TransportException lost(SmbDirectConnection c, ConnectionLoss loss, SMBPacket<?, ?> packet) {

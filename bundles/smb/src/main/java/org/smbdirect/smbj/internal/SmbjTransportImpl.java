@@ -100,6 +100,11 @@ public final class SmbjTransportImpl implements SmbjTransport {
         return statistics;
     }
 
+    /** The transport layers open now (tests). */
+    Set<SmbDirectTransportLayer> layers() {
+        return layers;
+    }
+
     void opened(SmbDirectTransportLayer layer) {
         layers.add(layer);
     }

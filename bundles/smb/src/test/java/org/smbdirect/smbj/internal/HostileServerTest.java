@@ -235,6 +235,33 @@ class HostileServerTest {
     }
 
     /**
+     * The race between a split READ's parts and its first part's bad response, made certain: the
+     * response to the first part fails verification, and the connection has ended, before the
+     * second part is sent. The READ fails saying why (the signature), not that its second part could not
+     * be sent on a closed connection.
+     */
+    @org.junit.jupiter.api.Test
+    void signedResponse_badSignatureBeforeTheNextPartIsSent_theReadFailsSayingWhy() throws Exception {
+        SecretKey key = session(SESSION);
+        server.mangle = signed(key, true);
+        SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
+        for (SmbDirectTransportLayer layer : ((SmbjTransportImpl) smbj).layers()) {
+            layer.afterPartSent = () -> {
+                try {
+                    SmbjOverSim.waitUntil(() -> smbj.statistics().signatureFailures() == 1 && c.loss().isPresent(),
+                            "the first part's bad response, and the connection's end");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+        }
+        Object bad = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, 8388608), WAIT_MILLIS);
+        assertFalse(c.isOpen());
+        check("a bad signature before the second part", bad, "failed signature verification (MS-SMB2 3.2.5.1.3)");
+        assertEquals(1, smbj.statistics().signatureFailures());
+    }
+
+    /**
      * A signed response is verified once: here, where a bad one ends the transport saying so; smbj
      * takes the verified response as verified (its "decrypted" packet data) instead of making and
      * keying a MAC of its own for each. Counted as the MACs smbj's security provider makes: the
