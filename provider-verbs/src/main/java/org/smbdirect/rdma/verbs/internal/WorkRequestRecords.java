@@ -61,8 +61,6 @@ final class WorkRequestRecords {
     private long loneAddress;
     private int loneLength;
     private int loneKey;
-    /** What a lone request's element lies in, held until the post has read its address. */
-    private Object loneMemory;
 
     WorkRequestRecords(VerbsEndpoint endpoint, int maxSendSge, int maxReceiveSge, int inlineThreshold) {
         this.endpoint = endpoint;
@@ -115,7 +113,6 @@ final class WorkRequestRecords {
     void discard() {
         inlineBytes = 0;
         lone = false;
-        loneMemory = null;
     }
 
     /**
@@ -156,7 +153,6 @@ final class WorkRequestRecords {
      */
     int sendElements(int op, Sge[] sgl, int count, boolean inline, boolean atOnce) throws RdmaException {
         lone = false;
-        loneMemory = null;
         if (atOnce && count <= 1 && chained == 0) {
             return loneElement(op, sgl, count, inline);
         }
@@ -198,7 +194,6 @@ final class WorkRequestRecords {
         long address = 0;
         int length = 0;
         int key = 0;
-        Object memory = null;
         if (count == 1) {
             Sge s = sgl[0];
             if (inline && s != null && s.region() == null) {
@@ -212,7 +207,6 @@ final class WorkRequestRecords {
                 VerbsMemoryRegion r = element(s, op == VerbsNative.OP_READ);
                 address = r.address + s.offset();
                 key = r.lkey;
-                memory = r;
             }
             length = s.length();
         }
@@ -220,7 +214,6 @@ final class WorkRequestRecords {
         loneAddress = address;
         loneLength = length;
         loneKey = key;
-        loneMemory = memory;
         sendBytes = length;
         lone = true;
         return loneSges;
