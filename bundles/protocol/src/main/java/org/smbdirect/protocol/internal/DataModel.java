@@ -1,7 +1,5 @@
 package org.smbdirect.protocol.internal;
 
-import java.util.ArrayDeque;
-
 import org.smbdirect.transport.SmbDirectConfig;
 
 /**
@@ -9,7 +7,8 @@ import org.smbdirect.transport.SmbDirectConfig;
  * rule classes on the connection's thread only. Three of its elements are structures kept by the
  * class that owns their rules: the credits (SendCredits, ReceiveCredits, SendCreditTarget,
  * ReceiveCreditMax, ReceiveCreditTarget) in {@link #credits}, the FragmentReassemblyBuffer in
- * {@link #reassembly}, and the SendQueue in {@link #sendQueue}. Connection.Endpoint is the
+ * {@link #reassembly}, and the SendQueue in {@link #sendQueue} (which the upper layer's threads add
+ * to as well, under the sender's lock). Connection.Endpoint is the
  * connection's endpoint itself ({@link Connection}).
  */
 final class DataModel {
@@ -48,7 +47,7 @@ final class DataModel {
     /** Connection.FragmentReassemblyBuffer and FragmentReassemblyRemaining. */
     final Reassembly reassembly = new Reassembly();
     /** Connection.SendQueue: strict FIFO of upper-layer messages, each sent as one or more fragments. */
-    final ArrayDeque<OutgoingMessage> sendQueue = new ArrayDeque<>();
+    final SendQueue sendQueue = new SendQueue();
 
     /** The RDMA Read depths in force (section 6): reads served, reads issued. */
     int ird;
@@ -72,7 +71,8 @@ final class DataModel {
         maxReadWriteSize = initialRole == Role.ACTIVE ? 0 : config.maxReadWriteSize();
         keepaliveRequested = KeepaliveRequested.NONE;
         protocol = 0;
-        sendQueue.clear();
+        // Connection.SendQueue starts empty with the connection; messages the upper layer queued
+        // before this point wait in it for the connection to be established.
         reassembly.clear();
         invalidatedTokenPresent = false;
         sendImmediate = false;

@@ -2,8 +2,8 @@ package org.smbdirect.protocol.internal;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import org.smbdirect.rdma.Endpoint;
@@ -23,8 +23,10 @@ final class SendBuffers {
     private final Endpoint endpoint;
     private final int slotSize;
     private final int maxSlots;
-    private final ArrayDeque<Slot> free = new ArrayDeque<>();
     private final List<Slot> all = new ArrayList<>();
+    /** The free slots' indexes in {@link #all}, a stack: the slot freed last is reused first. */
+    private int[] free = new int[FIRST_CHUNK];
+    private int freeCount;
     private final List<MemoryRegion> regions = new ArrayList<>();
     private int allocated;
 
@@ -44,21 +46,21 @@ final class SendBuffers {
      * @throws RdmaException when a new chunk cannot be registered
      */
     Slot acquire() throws RdmaException {
-        Slot s = free.poll();
-        if (s == null && allocated < maxSlots) {
+        if (freeCount == 0) {
+            if (allocated == maxSlots) {
+                return null;
+            }
             grow();
-            s = free.poll();
         }
-        return s;
+        return all.get(free[--freeCount]);
     }
 
     void release(Slot s) {
-        s.owner = null;
-        free.push(s);
+        free[freeCount++] = s.index;
     }
 
     boolean allFree() {
-        return free.size() == allocated;
+        return freeCount == allocated;
     }
 
     int allocated() {
@@ -70,21 +72,16 @@ final class SendBuffers {
         ByteBuffer chunk = ByteBuffer.allocateDirect(n * slotSize).order(ByteOrder.LITTLE_ENDIAN);
         MemoryRegion region = endpoint.register(chunk, 0);
         regions.add(region);
+        if (free.length < allocated + n) {
+            free = Arrays.copyOf(free, allocated + n);
+        }
+        for (int i = n - 1; i >= 0; i--) {
+            free[freeCount++] = allocated + i; // the chunk's first slot on top
+        }
         for (int i = 0; i < n; i++) {
-            Slot slot = new Slot(chunk, region, i * slotSize);
-            all.add(slot);
-            free.add(slot);
+            all.add(new Slot(allocated + i, chunk, region, i * slotSize));
         }
         allocated += n;
-    }
-
-    /** Adds the messages that slots in flight carry fragments of. */
-    void collectOwners(java.util.Collection<OutgoingMessage> out) {
-        for (Slot s : all) {
-            if (s.owner != null) {
-                out.add(s.owner);
-            }
-        }
     }
 
     /** Deregisters every chunk (the endpoint's close would too; this releases them early). */
@@ -97,24 +94,34 @@ final class SendBuffers {
             }
         }
         regions.clear();
-        free.clear();
+        freeCount = 0;
     }
 
     /** One send buffer. */
     static final class Slot {
+        /** {@link #message} of a slot that carries no upper-layer message. */
+        static final long NO_MESSAGE = -1;
+
+        final int index;
         final ByteBuffer buffer;
         final int base;
         final MemoryRegion region;
         final Sge[] sgl = {new Sge()};
-        /** The message this slot carries a fragment of; {@code null} for an internal empty message. */
-        OutgoingMessage owner;
+        /**
+         * The sequence number in Connection.SendQueue of the message this slot carries a fragment
+         * of, or {@link #NO_MESSAGE} (an empty message of the engine's own, a Negotiate message).
+         */
+        long message = NO_MESSAGE;
+        /** Whether the fragment is its message's last. */
+        boolean lastFragment;
         int dataLength;
         /** How the fragment in it is to be posted: flags, and the peer's token to invalidate. */
         int postFlags;
         boolean invalidate;
         int remoteToken;
 
-        Slot(ByteBuffer buffer, MemoryRegion region, int base) {
+        Slot(int index, ByteBuffer buffer, MemoryRegion region, int base) {
+            this.index = index;
             this.buffer = buffer;
             this.region = region;
             this.base = base;

@@ -2,8 +2,6 @@ package org.smbdirect.protocol.internal;
 
 import java.nio.ByteBuffer;
 import java.nio.channels.CompletionHandler;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -48,11 +46,9 @@ final class Sender {
     /** {@link #enqueue}: failed at once. */
     static final int FAILED = 2;
 
-    // ---- shared with the upper layer's threads, guarded by inboxLock
+    // ---- shared with the upper layer's threads, guarded by inboxLock (with the queue's records)
     private final Object inboxLock = new Object();
-    private final ArrayDeque<OutgoingMessage> inbox = new ArrayDeque<>();
-    private final ArrayDeque<OutgoingMessage> pool = new ArrayDeque<>();
-    private int pendingSends;
+    private final SendQueue queue;
     private boolean sendsClosed;
     /**
      * A completion will run the sending rules: they stopped with messages queued, for a send credit
@@ -67,9 +63,6 @@ final class Sender {
     // ---- the connection's thread
     private SendBuffers sendBuffers;
     private int inlineThreshold;
-    private final OutgoingMessage emptyMessage = new OutgoingMessage();
-    /** Messages whose fragments failed or were flushed, failed with the loss once it is known. */
-    private final List<OutgoingMessage> orphaned = new ArrayList<>();
     /** The refusal a failure Negotiate Response carries, to terminate with once it is sent (3.1.5.3). */
     private ConnectionLoss afterNegotiationSend;
     /** A negotiation message that overtook the established event, posted when it arrives. */
@@ -96,7 +89,7 @@ final class Sender {
         this.end = end;
         this.maxPendingSends = maxPendingSends;
         this.remoteInvalidate = remoteInvalidate;
-        emptyMessage.internal = true;
+        this.queue = model.sendQueue;
     }
 
     /**
@@ -152,29 +145,13 @@ final class Sender {
         synchronized (inboxLock) {
             lost = lifecycle.loss();
             if (!sendsClosed && lost == null) {
-                if (pendingSends >= maxPendingSends) {
-                    throw new IllegalStateException(pendingSends + " messages are already waiting to be sent on "
+                if (queue.accepted() >= maxPendingSends) {
+                    throw new IllegalStateException(queue.accepted() + " messages are already waiting to be sent on "
                             + owner + " (maxPendingSends " + maxPendingSends + "; isWritable() and writable() "
                             + "tell when there is room)");
                 }
-                OutgoingMessage m = pool.poll();
-                if (m == null) {
-                    m = new OutgoingMessage();
-                }
-                if (parts != null) {
-                    m.parts = parts.clone();
-                } else {
-                    m.data = message;
-                    m.start = message.position();
-                }
-                m.length = (int) total;
-                m.hasToken = hasToken;
-                m.remoteToken = token;
-                m.future = future;
-                m.handler = h;
-                m.attachment = attachment;
-                pendingSends++;
-                inbox.add(m);
+                queue.add(parts != null ? parts.clone() : message, (int) total, hasToken, token,
+                        future != null ? future : h, attachment);
                 return waiting ? QUEUED_BEHIND : QUEUED;
             } else if (lost == null) {
                 lost = new ConnectionLoss(TerminationReason.LOCAL_CLOSE, "the connection is closing");
@@ -196,7 +173,7 @@ final class Sender {
      */
     boolean isWritable() {
         synchronized (inboxLock) {
-            return pendingSends < maxPendingSends;
+            return queue.accepted() < maxPendingSends;
         }
     }
 
@@ -212,7 +189,7 @@ final class Sender {
             if (l != null) {
                 return CompletableFuture.failedFuture(new ConnectionLostException(l));
             }
-            if (pendingSends < maxPendingSends) {
+            if (queue.accepted() < maxPendingSends) {
                 return CompletableFuture.completedFuture(null);
             }
             if (writable == null) {
@@ -224,21 +201,11 @@ final class Sender {
 
     // ================================================================ the connection's thread
 
-    /** Moves what the upper layer queued into Connection.SendQueue. */
+    /** Takes what the upper layer queued into the connection's view of Connection.SendQueue. */
     void drainInbox() {
         synchronized (inboxLock) {
             waiting = false;
-            if (inbox.isEmpty()) {
-                return;
-            }
-            if (model.sendQueue.peek() == emptyMessage && !emptyMessage.started) {
-                // An upper-layer message carries the credits or keepalive answer just as well.
-                model.sendQueue.poll();
-            }
-            OutgoingMessage m;
-            while ((m = inbox.poll()) != null) {
-                model.sendQueue.add(m);
-            }
+            queue.publish();
         }
     }
 
@@ -265,14 +232,13 @@ final class Sender {
     }
 
     private void sendQueued(Endpoint ep, Receiver receives, KeepaliveTimers timers) {
-        ArrayDeque<OutgoingMessage> sendQueue = model.sendQueue;
-        if (sendQueue.isEmpty() && model.sendImmediate) {
-            emptyMessage.clear();
-            emptyMessage.internal = true;
-            sendQueue.add(emptyMessage);
-        }
-        while (!sendQueue.isEmpty() && lifecycle.maySend()) {
-            OutgoingMessage m = sendQueue.peek();
+        while (lifecycle.maySend()) {
+            // An upper-layer message carries the credits or keepalive answer of SendImmediate just
+            // as well as an empty message of the engine's own.
+            boolean upper = !queue.isEmpty();
+            if (!upper && !model.sendImmediate) {
+                break;
+            }
             if (credits.sendCredits == 0) {
                 counters.creditStalls++;
                 waitForCompletion();
@@ -309,14 +275,11 @@ final class Sender {
             if (flags != 0) {
                 counters.keepalivesSent++;
             }
-            if (!sendDataTransferMessage(ep, m, slot, granted, flags)) {
+            if (!sendDataTransferMessage(ep, upper, slot, granted, flags)) {
                 return;
             }
             credits.sent(granted);
             counters.creditsGranted += granted;
-            if (m.fullyPosted()) {
-                sendQueue.poll();
-            }
             model.sendImmediate = false;
         }
     }
@@ -332,28 +295,29 @@ final class Sender {
     }
 
     /**
-     * MS-SMBD 3.1.5.4 Sending a Data Transfer Message: builds and posts the next fragment of
-     * {@code m}: DataOffset 24 and DataLength min(remaining, MaxSendSize - 24), or an empty message
-     * of exactly 20 bytes; a remote token to invalidate goes with the first fragment only.
+     * MS-SMBD 3.1.5.4 Sending a Data Transfer Message: builds and posts the next fragment of the
+     * next upper-layer message ({@code upper}) or an empty message of the engine's own: DataOffset
+     * 24 and DataLength min(remaining, MaxSendSize - 24), or exactly 20 bytes when empty; a remote
+     * token to invalidate goes with the first fragment only.
      */
-    private boolean sendDataTransferMessage(Endpoint ep, OutgoingMessage m, SendBuffers.Slot slot, int granted,
+    private boolean sendDataTransferMessage(Endpoint ep, boolean upper, SendBuffers.Slot slot, int granted,
             int flags) {
-        int dataLength = Math.min(m.length - m.offset, model.maxSendSize - Wire.DATA_OFFSET);
-        int remaining = m.length - m.offset - dataLength;
+        int left = upper ? queue.remaining() : 0;
+        int dataLength = Math.min(left, model.maxSendSize - Wire.DATA_OFFSET);
         int total = DataTransferHeader.encode(slot.buffer, slot.base, credits.sendCreditTarget, granted, flags,
-                remaining, dataLength);
-        if (dataLength > 0) {
-            m.copyNext(slot.buffer, slot.base + Wire.DATA_OFFSET, dataLength);
-        }
+                left - dataLength, dataLength);
         slot.sgl[0].set(slot.region, slot.base, total);
-        slot.owner = m.internal ? null : m;
         slot.dataLength = dataLength;
         slot.postFlags = total <= inlineThreshold ? RequestFlags.INLINE : 0;
-        slot.invalidate = m.hasToken && !m.started && remoteInvalidate;
-        slot.remoteToken = m.remoteToken;
+        slot.invalidate = upper && queue.tokenGoesNext() && remoteInvalidate;
+        slot.remoteToken = upper ? queue.token() : 0;
+        slot.message = upper ? queue.next() : SendBuffers.Slot.NO_MESSAGE;
+        // Copied last: taking the message's last fragment moves the queue on.
+        slot.lastFragment = upper && queue.takeFragment(slot.buffer, slot.base + Wire.DATA_OFFSET, dataLength);
         // The fragment built before this one goes now, deferred: a burst reaches the provider's
         // hardware (the sim's wire, a verbs doorbell) once, with its last post.
         if (!postHeld(ep, RequestFlags.DEFER)) {
+            // Ending: the message is failed with the connection's loss, whatever of it was taken.
             sendBuffers.release(slot);
             return false;
         }
@@ -361,11 +325,6 @@ final class Sender {
         if (LOG.isLoggable(TRACE)) {
             // What goes on the wire, decoded back from the send buffer.
             LOG.log(TRACE, owner + " sent " + new DataTransferHeader().decode(slot.buffer, slot.base, total));
-        }
-        m.started = true;
-        m.offset += dataLength;
-        if (!m.internal) {
-            m.inFlight++;
         }
         counters.fragmentsSent++;
         return true;
@@ -391,9 +350,7 @@ final class Sender {
             }
             return true;
         } catch (RdmaException e) {
-            if (slot.owner != null) {
-                orphaned.add(slot.owner); // failed with the connection's loss reason
-            }
+            // Its message is failed with the connection's loss reason (failAll).
             sendBuffers.release(slot);
             end.postFailed("send failed", e);
             return false;
@@ -408,19 +365,18 @@ final class Sender {
      * @param status the completion's status
      */
     void sendCompleted(SendBuffers.Slot slot, RdmaStatus status) {
-        OutgoingMessage m = slot.owner;
+        long m = slot.message;
+        boolean last = slot.lastFragment;
         sendBuffers.release(slot);
         if (status != RdmaStatus.SUCCESS) {
-            if (m != null) {
-                orphaned.add(m); // failed with the connection's loss reason
-            }
+            // Its message is failed with the connection's loss reason (failAll).
             if (status != RdmaStatus.FLUSHED) {
                 end.terminate(TerminationReason.TRANSPORT_ERROR, "SEND completed with " + status + " ("
                         + status.description() + ")");
             }
             return;
         }
-        if (m == null) {
+        if (m == SendBuffers.Slot.NO_MESSAGE) {
             if (afterNegotiationSend != null) {
                 ConnectionLoss why = afterNegotiationSend;
                 afterNegotiationSend = null;
@@ -428,21 +384,21 @@ final class Sender {
             }
             return;
         }
-        if (--m.inFlight == 0 && m.fullyPosted()) {
+        // A queue pair's sends complete in the order they were posted: the last fragment's
+        // completion is the message's.
+        if (last) {
             counters.messagesSent++;
-            counters.bytesSent += m.length;
-            m.succeed();
-            recycle(m);
+            counters.bytesSent += queue.length(m);
+            queue.reportSent(m);
+            finish(m);
         }
     }
 
-    private void recycle(OutgoingMessage m) {
-        m.clear();
+    private void finish(long m) {
         CompletableFuture<Void> room = null;
         synchronized (inboxLock) {
-            pendingSends--;
-            pool.push(m);
-            if (writable != null && pendingSends < maxPendingSends) {
+            queue.finish(m);
+            if (writable != null && queue.accepted() < maxPendingSends) {
                 room = writable;
                 writable = null;
             }
@@ -473,7 +429,7 @@ final class Sender {
         try {
             SendBuffers.Slot slot = sendBuffers.acquire();
             encoder.accept(slot.buffer.duplicate().order(slot.buffer.order()).position(slot.base));
-            slot.owner = null;
+            slot.message = SendBuffers.Slot.NO_MESSAGE;
             slot.sgl[0].set(slot.region, slot.base, size);
             try {
                 ep.postSend(slot, slot.sgl, 1, size <= inlineThreshold ? RequestFlags.INLINE : 0);
@@ -524,9 +480,9 @@ final class Sender {
     boolean allSent() {
         boolean idle;
         synchronized (inboxLock) {
-            idle = inbox.isEmpty();
+            idle = queue.accepted() == 0;
         }
-        return idle && model.sendQueue.isEmpty() && (sendBuffers == null || sendBuffers.allFree());
+        return idle && (sendBuffers == null || sendBuffers.allFree());
     }
 
     /**
@@ -536,27 +492,15 @@ final class Sender {
      * @param failure the loss
      */
     void failAll(ConnectionLostException failure) {
-        List<OutgoingMessage> failed = new ArrayList<>(model.sendQueue);
-        model.sendQueue.clear();
-        failed.addAll(orphaned);
-        orphaned.clear();
-        if (sendBuffers != null) {
-            sendBuffers.collectOwners(failed);
-        }
+        List<Object> failed;
         CompletableFuture<Void> room;
         synchronized (inboxLock) {
             sendsClosed = true;
-            failed.addAll(inbox);
-            inbox.clear();
-            pool.clear();
+            failed = queue.failAll();
             room = writable;
             writable = null;
         }
-        for (OutgoingMessage m : failed) {
-            if (!m.internal) {
-                m.fail(failure);
-            }
-        }
+        SendQueue.fail(failed, failure);
         if (room != null) {
             room.completeExceptionally(failure);
         }
