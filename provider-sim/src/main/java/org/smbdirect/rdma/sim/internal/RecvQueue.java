@@ -2,8 +2,12 @@ package org.smbdirect.rdma.sim.internal;
 
 /**
  * The receive queue of an endpoint, a ring of posted receives (structure of arrays, preallocated).
- * {@code [head, tail)} are posted; {@code tail} moves under the endpoint's lock, {@code head} under
- * the lock too but only the connection's actor advances it, after it is done with the slot.
+ * {@code [head, tail)} are posted. {@code tail} moves under the endpoint's lock (posts check the
+ * endpoint's state there); {@code head} is advanced only by the one consumer, the connection's
+ * actor (or, before any connection, the endpoint's own flush), after it is done with the slot.
+ * Both are volatile: the consumer reads a slot after reading {@code tail}, and a post reuses a slot
+ * after reading {@code head}, so each sees the other's writes to the slot without taking the lock
+ * that posts and deliveries to many connections would otherwise contend for at every message.
  */
 final class RecvQueue {
     final int depth;
@@ -17,8 +21,8 @@ final class RecvQueue {
     final int[] sgeLength;
     final int[] capacity;
 
-    long head;
-    long tail;
+    volatile long head;
+    volatile long tail;
 
     RecvQueue(int depth, int maxSge) {
         this.depth = depth;

@@ -467,10 +467,7 @@ final class SimConnection extends Actor {
         boolean solicited = (q.flags[s] & RequestFlags.SOLICIT_EVENT) != 0;
         boolean inv = q.op[s] == SendQueue.OP_SEND_INVALIDATE;
         RecvQueue r = y.rq;
-        boolean ready;
-        synchronized (y) {
-            ready = r.head != r.tail;
-        }
+        boolean ready = r.head != r.tail;
         if (!ready || forcedRnr) {
             if (capture != null) {
                 capture.send(x, y, q, s, solicited, inv);
@@ -669,10 +666,8 @@ final class SimConnection extends Actor {
             boolean invalidated, int token) {
         RecvQueue r = y.rq;
         Object ctx = r.context[rs];
-        synchronized (y) {
-            r.clear(rs);
-            r.head++;
-        }
+        r.clear(rs);
+        r.head++; // this actor is the only one that moves head (RecvQueue)
         y.recvCq.push(ctx, y, OperationType.RECEIVE, status, status == RdmaStatus.SUCCESS ? len : 0, solicited,
                 invalidated, token);
     }
