@@ -21,8 +21,8 @@ import java.util.concurrent.CompletableFuture;
  * [head, next)} are fully posted, {@code [next, published)} wait to be posted, and {@code
  * [published, tail)} were accepted after the connection last looked ({@link #publish}).
  *
- * <p>Threads: {@link #add}, {@link #publish}, {@link #finish}, {@link #accepted} and {@link
- * #failAll} run under the owner's lock (the records may be replaced by larger ones when an upper
+ * <p>Threads: {@link #add}, {@link #publish}, {@link #finishThrough}, {@link #accepted} and
+ * {@link #failAll} run under the owner's lock (the records may be replaced by larger ones when an upper
  * layer's thread adds); everything else runs on the connection's thread, on the records it
  * took at its last {@link #publish}: a record it reads there is never written again until it is
  * finished.
@@ -41,9 +41,9 @@ final class SendQueue {
         /** The message's first byte in a single buffer's payload. */
         final int[] start;
         final int[] length;
-        /** The remote token to invalidate with the first fragment, if {@link #HAS_TOKEN}. */
+        /** The remote token to invalidate with the first fragment, if {@link #hasToken}. */
         final int[] token;
-        final byte[] flags;
+        final boolean[] hasToken;
 
         Records(int capacity) {
             mask = capacity - 1;
@@ -53,17 +53,13 @@ final class SendQueue {
             start = new int[capacity];
             length = new int[capacity];
             token = new int[capacity];
-            flags = new byte[capacity];
+            hasToken = new boolean[capacity];
         }
 
         int capacity() {
             return mask + 1;
         }
     }
-
-    private static final byte HAS_TOKEN = 1;
-    /** Its completion was reported: the record only waits for the ones before it. */
-    private static final byte FINISHED = 2;
 
     // ---- under the owner's lock
     private Records records = new Records(FIRST_CAPACITY);
@@ -102,7 +98,7 @@ final class SendQueue {
         r.start[i] = payload instanceof ByteBuffer ? ((ByteBuffer) payload).position() : 0;
         r.length[i] = length;
         r.token[i] = token;
-        r.flags[i] = hasToken ? HAS_TOKEN : 0;
+        r.hasToken[i] = hasToken;
         r.completion[i] = completion;
         r.attachment[i] = attachment;
         tail++;
@@ -120,7 +116,7 @@ final class SendQueue {
             r.start[to] = old.start[from];
             r.length[to] = old.length[from];
             r.token[to] = old.token[from];
-            r.flags[to] = old.flags[from];
+            r.hasToken[to] = old.hasToken[from];
         }
         // The old records stay as they are: the connection's thread may still read them.
         records = r;
@@ -142,19 +138,15 @@ final class SendQueue {
     }
 
     /**
-     * Message {@code seq}'s completion was reported: its record is cleared, and the head moves
-     * past every finished record.
+     * The messages before {@code bound} were reported sent ({@link #reportSent}, in order): their
+     * records are cleared and their slots free for new messages.
      *
-     * @param seq the message
+     * @param bound one past the last message reported
      */
-    void finish(long seq) {
+    void finishThrough(long bound) {
         Records r = records;
-        int i = (int) seq & r.mask;
-        clear(r, i);
-        r.flags[i] = FINISHED;
-        while (head < tail && r.flags[(int) head & r.mask] == FINISHED) {
-            r.flags[(int) head & r.mask] = 0;
-            head++;
+        for (; head < bound; head++) {
+            clear(r, (int) head & r.mask);
         }
     }
 
@@ -168,12 +160,9 @@ final class SendQueue {
         Records r = records;
         for (long s = head; s < tail; s++) {
             int i = (int) s & r.mask;
-            if (r.flags[i] != FINISHED) {
-                out.add(r.completion[i]);
-                out.add(r.attachment[i]);
-            }
+            out.add(r.completion[i]);
+            out.add(r.attachment[i]);
             clear(r, i);
-            r.flags[i] = 0;
         }
         head = tail;
         view = r;
@@ -237,7 +226,7 @@ final class SendQueue {
      * @return {@code true} when it does
      */
     boolean tokenGoesNext() {
-        return !started && (view.flags[(int) next & view.mask] & HAS_TOKEN) != 0;
+        return !started && view.hasToken[(int) next & view.mask];
     }
 
     /**
@@ -309,8 +298,8 @@ final class SendQueue {
     }
 
     /**
-     * Reports message {@code seq} sent to whoever waits for it; {@link #finish} follows under the
-     * owner's lock.
+     * Reports message {@code seq} sent to whoever waits for it; {@link #finishThrough} follows
+     * under the owner's lock.
      *
      * @param seq a message fully posted whose last fragment's send completed
      */

@@ -67,6 +67,12 @@ final class Sender {
     private ConnectionLoss afterNegotiationSend;
     /** A negotiation message that overtook the established event, posted when it arrives. */
     private Runnable deferredUntilEstablished;
+    /**
+     * Messages below this sequence number were reported sent; their records are finished at the
+     * connection's next look at the queue, under the lock it takes there once a step anyway,
+     * rather than under a lock of their own each.
+     */
+    private long sentThrough;
     /** The fragment built last and not yet posted (see {@link #postHeld}). */
     private SendBuffers.Slot held;
 
@@ -201,12 +207,35 @@ final class Sender {
 
     // ================================================================ the connection's thread
 
-    /** Takes what the upper layer queued into the connection's view of Connection.SendQueue. */
+    /**
+     * Takes what the upper layer queued into the connection's view of Connection.SendQueue, and
+     * finishes the messages reported sent since the last look.
+     */
     void drainInbox() {
+        CompletableFuture<Void> room;
         synchronized (inboxLock) {
             waiting = false;
+            room = finishSent();
             queue.publish();
         }
+        if (room != null) {
+            room.complete(null);
+        }
+    }
+
+    /**
+     * Under {@link #inboxLock}: the records of the messages reported sent are finished.
+     *
+     * @return the writability stage to complete (outside the lock) when that made room, else null
+     */
+    private CompletableFuture<Void> finishSent() {
+        queue.finishThrough(sentThrough);
+        if (writable != null && queue.accepted() < maxPendingSends) {
+            CompletableFuture<Void> room = writable;
+            writable = null;
+            return room;
+        }
+        return null;
     }
 
     /**
@@ -384,27 +413,14 @@ final class Sender {
             }
             return;
         }
-        // A queue pair's sends complete in the order they were posted: the last fragment's
-        // completion is the message's.
+        // A queue pair's sends complete in the order they were posted (a reliable connection's
+        // send queue, in verbs, NDK and the sim alike): the last fragment's completion is the
+        // message's, and every message before it completed already.
         if (last) {
             counters.messagesSent++;
             counters.bytesSent += queue.length(m);
             queue.reportSent(m);
-            finish(m);
-        }
-    }
-
-    private void finish(long m) {
-        CompletableFuture<Void> room = null;
-        synchronized (inboxLock) {
-            queue.finish(m);
-            if (writable != null && queue.accepted() < maxPendingSends) {
-                room = writable;
-                writable = null;
-            }
-        }
-        if (room != null) {
-            room.complete(null);
+            sentThrough = m + 1;
         }
     }
 
@@ -479,8 +495,13 @@ final class Sender {
      */
     boolean allSent() {
         boolean idle;
+        CompletableFuture<Void> room;
         synchronized (inboxLock) {
+            room = finishSent();
             idle = queue.accepted() == 0;
+        }
+        if (room != null) {
+            room.complete(null);
         }
         return idle && (sendBuffers == null || sendBuffers.allFree());
     }
@@ -496,6 +517,7 @@ final class Sender {
         CompletableFuture<Void> room;
         synchronized (inboxLock) {
             sendsClosed = true;
+            queue.finishThrough(sentThrough); // reported sent already: not failed again
             failed = queue.failAll();
             room = writable;
             writable = null;

@@ -131,37 +131,41 @@ class SendQueueTest {
     }
 
     /**
-     * A message finished out of order is reported, but it keeps counting against maxPendingSends
-     * until every message before it has finished: the ring's slots free from the oldest.
+     * Messages reported sent free their slots when finished, in order: maxPendingSends counts the
+     * others, and a ring that wrapped around reuses the freed slots for new messages.
      */
     @Test
-    void finish_outOfOrder_countsUntilTheOlderOnesFinish() {
+    void finishThrough_freesTheReportedMessagesSlots_newMessagesReuseThem() {
         SendQueue q = new SendQueue();
         List<CompletableFuture<Void>> f = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            f.add(new CompletableFuture<>());
-            q.add(message(i, 1), 1, false, 0, f.get(i), null);
+        for (int round = 0; round < 5; round++) {
+            for (int i = 0; i < 6; i++) {
+                CompletableFuture<Void> c = new CompletableFuture<>();
+                f.add(c);
+                q.add(message(f.size(), 1), 1, false, 0, c, null);
+            }
+            q.publish();
+            long first = q.next();
+            for (int i = 0; i < 6; i++) {
+                takeWhole(q, 10);
+            }
+            q.reportSent(first);
+            q.reportSent(first + 1);
+            assertEquals(6, q.accepted(), "reported, not yet finished");
+            q.finishThrough(first + 2);
+            assertEquals(4, q.accepted());
+            for (int i = 2; i < 6; i++) {
+                q.reportSent(first + i);
+            }
+            q.finishThrough(first + 6);
+            assertEquals(0, q.accepted());
         }
-        q.publish();
-        for (int i = 0; i < 3; i++) {
-            takeWhole(q, 10);
-        }
-        q.reportSent(2);
-        q.finish(2);
-        assertTrue(f.get(2).isDone());
-        assertEquals(3, q.accepted());
-        q.reportSent(0);
-        q.finish(0);
-        assertEquals(2, q.accepted(), "message 1 still in flight");
-        q.reportSent(1);
-        q.finish(1);
-        assertEquals(0, q.accepted());
-        assertEquals(3, f.stream().filter(CompletableFuture::isDone).count());
+        assertEquals(30, f.stream().filter(CompletableFuture::isDone).count());
     }
 
     /**
      * The end fails every message not yet finished, in order, with its own callback: queued, taken,
-     * partly posted, or fully posted and in flight; a finished one is not failed again.
+     * partly posted, or fully posted and in flight; one reported sent and finished is not failed.
      */
     @Test
     void failAll_failsEveryUnfinishedMessageInOrder_notTheFinished() {
@@ -179,7 +183,7 @@ class SendQueueTest {
             }
         };
         CompletableFuture<Void> future = new CompletableFuture<>();
-        q.add(message(0, 4), 4, false, 0, h, "finished");
+        q.add(message(0, 4), 4, false, 0, h, "sent");
         q.add(message(1, 4), 4, false, 0, h, "in flight");
         q.add(message(2, 8), 8, false, 0, future, null);
         q.publish();
@@ -188,10 +192,10 @@ class SendQueueTest {
         q.takeFragment(ByteBuffer.allocate(8), 0, 4); // message 2 partly posted
         q.add(message(3, 4), 4, false, 0, h, "not yet taken");
         q.reportSent(0);
-        q.finish(0);
+        q.finishThrough(1);
 
         SendQueue.fail(q.failAll(), new IllegalStateException("lost"));
-        assertEquals(List.of("completed finished", "in flight: lost", "not yet taken: lost"), failed);
+        assertEquals(List.of("completed sent", "in flight: lost", "not yet taken: lost"), failed);
         assertTrue(future.isCompletedExceptionally());
         assertEquals(0, q.accepted());
         assertTrue(q.isEmpty());
