@@ -26,7 +26,8 @@ import org.openjdk.jmh.util.Statistics;
 /**
  * Runs every benchmark together with its baseline, in the same JVM run, and prints one table:
  * figure, ours, baseline, ratio, goal, with medians over the measurement iterations and their
- * spread (min-max). {@code --long} runs more iterations and two forks.
+ * spread (min-max). {@code --long} runs more iterations and two forks (the figures in turns: three
+ * forks, four with {@code --long}).
  */
 public final class BenchMain {
     private final boolean longRun;
@@ -120,13 +121,15 @@ public final class BenchMain {
      * count their nanoseconds in counters {@code nanos<side>}, and the operations each performed in
      * {@code count}): per measured iteration, each side of {@code ours}' rate, the best rate of
      * {@code bases}, and each of {@code ours} against that best, so that the machine's changes of
-     * speed meet all sides alike. Stored under {@code <Benchmark>.<side>}, {@code .base} and {@code
-     * .<side>.ratio}, each followed by the run's parameters ({@code :inline}, ...). {@code handlers}
-     * fixes the handlers' mode, or {@code null} runs the benchmark's own.
+     * speed meet all sides alike. Three forks (four with {@code --long}), their iterations pooled: a
+     * JVM settles into a faster or slower mode for minutes (BENCHMARKS.md), which turns do not
+     * cancel, so one JVM is one draw. Stored under {@code <Benchmark>.<side>}, {@code .base} and
+     * {@code .<side>.ratio}, each followed by the run's parameters ({@code :inline}, ...). {@code
+     * handlers} fixes the handlers' mode, or {@code null} runs the benchmark's own.
      */
     private void runInTurns(Class<?> benchmark, String[] handlers, String count, String[] ours, String... bases)
             throws Exception {
-        ChainedOptionsBuilder o = options(benchmark, ".*", false);
+        ChainedOptionsBuilder o = options(benchmark, ".*", false).forks(longRun ? 4 : 3);
         if (handlers != null) {
             o = o.param(handlers[0], handlers[1]);
         }
@@ -264,7 +267,7 @@ public final class BenchMain {
                     "RdmaBench.copy:inline:1048576", mb * (1 << 20), "MiB/s", "", false);
             // the goal's figure: the same against the copy in one JVM, in turns
             for (int size : new int[] {1048576, 8388608}) {
-                turnsRow(what + human(size) + " against memory copy, in turns in one JVM" + nb, "RdmaRatioBench",
+                turnsRow(what + human(size) + " against memory copy, in turns in one JVM, forks pooled" + nb, "RdmaRatioBench",
                         op.equals("rdmaRead") ? "Read" : "Write", ":inline:" + size, size * mb, "MiB/s", ">= 0.90");
             }
         }
@@ -289,9 +292,9 @@ public final class BenchMain {
         row("b) one-way messages 1024 B" + eng, "MessageBench.smbDirect:engine:1024", 1, "MessageBench.queue:inline:1024",
                 1, "msg/s", "", false);
         // the goal's figure: the same against the queue in one JVM, in turns
-        turnsRow("b) one-way messages 1024 B against the queue hand-off, in turns in one JVM" + nb, "MessageRatioBench",
+        turnsRow("b) one-way messages 1024 B against the queue hand-off, in turns in one JVM, forks pooled" + nb, "MessageRatioBench",
                 "SmbDirect", ":inline:1024", 1, "msg/s", ">= 0.50");
-        turnsRow("b) one-way messages 1024 B against the queue hand-off, in turns in one JVM" + eng, "MessageRatioBench",
+        turnsRow("b) one-way messages 1024 B against the queue hand-off, in turns in one JVM, forks pooled" + eng, "MessageRatioBench",
                 "SmbDirect", ":engine:1024", 1, "msg/s", "");
         for (int size : new int[] {65536, 1048576}) {
             // 3.1.5.4: MaxSendSize 1364 (the Windows default) leaves 1340 bytes of data per fragment
@@ -319,7 +322,7 @@ public final class BenchMain {
                     ""});
             }
             // the goal's figure: 4, 16 and 64 connections in one JVM, sending in turns
-            turnsRow("e) aggregate 1 KiB, 64 connections against the better of 4 and 16, in turns in one JVM"
+            turnsRow("e) aggregate 1 KiB, 64 connections against the better of 4 and 16, in turns in one JVM, forks pooled"
                     + (mode.equals("inline") ? nb : eng), "AggregateRatioBench", "64", ":" + mode, 1, "msg/s",
                     mode.equals("inline") ? ">= 0.80" : "");
         }
