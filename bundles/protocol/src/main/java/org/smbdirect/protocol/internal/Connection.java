@@ -59,8 +59,8 @@ import org.smbdirect.transport.TerminationReason;
  * engine thread, one at a time; provider callbacks, timers and the upper layer's calls enqueue
  * work and signal it, so they never block and never run another connection's rules. One shortcut:
  * a send from an upper-layer thread runs the sending rules itself when the connection is idle
- * and none of its sends is in flight ({@link Actor#tryRunHere}), so that a message with credits to
- * go is posted without waking the engine thread. Completions, deliveries and every upper-layer callback stay on the engine thread,
+ * ({@link Actor#tryRunHere}), so that a message with credits to go is posted without waking the
+ * engine thread. Completions, deliveries and every upper-layer callback stay on the engine thread,
  * unless the handler never blocks ({@link ConnectionHandler#nonBlocking()}): then the whole step runs
  * on the thread that took the completion notification, or on the sending thread when the
  * notification came during a post too long to wait for ({@link Actor#takesOverFromCaller}).
@@ -917,8 +917,7 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
      * MS-SMBD 3.1.4.2: queues a message; when the connection is idle, the calling thread runs the
      * sending rules itself, so that a message with credits to go is posted at once. A message
      * queued behind messages that wait for a credit or a send buffer is left to the completion
-     * that brings one: running the rules for it would only find the wait again. So is a message
-     * queued while sends are in flight: their completion's step posts it with the others.
+     * that brings one: running the rules for it would only find the wait again.
      */
     void send(ByteBuffer message, ByteBuffer[] parts, boolean hasToken, int token, CompletableFuture<Void> future,
             CompletionHandler<Void, Object> h, Object attachment, int maxFragmentedSendSize) {

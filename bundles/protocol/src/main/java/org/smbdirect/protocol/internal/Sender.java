@@ -41,7 +41,7 @@ final class Sender {
 
     /** {@link #enqueue}: queued; the sending rules should run. */
     static final int QUEUED = 0;
-    /** {@link #enqueue}: queued behind messages or sends waiting for a completion; nothing to run. */
+    /** {@link #enqueue}: queued behind messages waiting for a completion; nothing to run. */
     static final int QUEUED_BEHIND = 1;
     /** {@link #enqueue}: failed at once. */
     static final int FAILED = 2;
@@ -51,11 +51,9 @@ final class Sender {
     private final SendQueue queue;
     private boolean sendsClosed;
     /**
-     * A completion will run the sending rules: they stopped with messages queued, for a send credit
-     * or a send buffer, or they left sends in flight. A message queued meanwhile needs no run of
-     * its own: it cannot overtake the ones waiting before it, and one queued behind a send in
-     * flight goes with the burst that send's completion posts (one doorbell for many messages, as
-     * a stream of sends to many connections otherwise posts them one by one).
+     * The sending rules stopped with messages queued, for a send credit or a send buffer; the
+     * completion that brings one runs them again. A message queued meanwhile needs no run of its
+     * own: it cannot overtake the ones waiting before it.
      */
     private boolean waiting;
     private CompletableFuture<Void> writable;
@@ -125,8 +123,8 @@ final class Sender {
      * @param maxFragmentedSendSize Connection.MaxFragmentedSendSize, or -1 when not yet negotiated
      * @return {@link #QUEUED} when the message was queued and the sending rules should run, {@link
      *         #QUEUED_BEHIND} when it was queued behind messages that wait for a credit or a send
-     *         buffer, or behind sends in flight (the completion that comes runs the rules), {@link
-     *         #FAILED} when it was failed at once
+     *         buffer (the completion that brings one runs the rules), {@link #FAILED} when it was
+     *         failed at once
      */
     int enqueue(ByteBuffer message, ByteBuffer[] parts, boolean hasToken, int token,
             CompletableFuture<Void> future, CompletionHandler<Void, Object> h, Object attachment,
@@ -253,11 +251,6 @@ final class Sender {
         }
         sendQueued(ep, receives, timers);
         postHeld(ep, 0);
-        if (sendBuffers != null && !sendBuffers.allFree()) {
-            // Each send in flight completes into a step of the connection, which ends in these
-            // rules: a message queued before then goes with that step's burst.
-            waitForCompletion();
-        }
     }
 
     private void sendQueued(Endpoint ep, Receiver receives, KeepaliveTimers timers) {
@@ -315,7 +308,7 @@ final class Sender {
 
     /**
      * The rules stop for a credit or a send buffer, which only a completion (or a released
-     * message's receive) brings, or leave sends in flight; every completion runs them again.
+     * message's receive) brings, and every completion runs them again.
      */
     private void waitForCompletion() {
         synchronized (inboxLock) {
