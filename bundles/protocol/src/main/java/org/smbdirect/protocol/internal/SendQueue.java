@@ -22,8 +22,8 @@ import java.util.concurrent.CompletableFuture;
  * [published, tail)} were accepted after the connection last looked ({@link #publish}).
  *
  * <p>Threads: {@link #add}, {@link #publish}, {@link #finishThrough}, {@link #accepted} and
- * {@link #failAll} run under the owner's lock (the records may be replaced by larger ones when an upper
- * layer's thread adds); everything else runs on the connection's thread, on the records it
+ * {@link #failAll} run under the owner's lock (the records may be replaced by larger ones when an
+ * upper layer's thread adds); everything else runs on the connection's thread, on the records it
  * took at its last {@link #publish}: a record it reads there is never written again until it is
  * finished.
  */
@@ -70,10 +70,11 @@ final class SendQueue {
     private Records view = records;
     private long published;
     private long next;
-    /** Bytes of message {@link #next} already placed into posted fragments. */
+    /**
+     * Bytes of message {@link #next} already placed into posted fragments: 0 before its first
+     * fragment (an empty message's only fragment finishes it at once).
+     */
     private int offset;
-    /** Whether a fragment of message {@link #next} was posted (an empty message has exactly one). */
-    private boolean started;
 
     // ================================================================ under the owner's lock
 
@@ -169,7 +170,6 @@ final class SendQueue {
         published = tail;
         next = tail;
         offset = 0;
-        started = false;
         return out;
     }
 
@@ -226,7 +226,7 @@ final class SendQueue {
      * @return {@code true} when it does
      */
     boolean tokenGoesNext() {
-        return !started && view.hasToken[(int) next & view.mask];
+        return offset == 0 && view.hasToken[(int) next & view.mask];
     }
 
     /**
@@ -259,13 +259,11 @@ final class SendQueue {
             }
         }
         offset += n;
-        started = true;
         if (offset < r.length[i]) {
             return false;
         }
         next++;
         offset = 0;
-        started = false;
         return true;
     }
 

@@ -23,8 +23,9 @@ import org.smbdirect.transport.TerminationReason;
  * (Sending a Data Transfer Message: fragmentation), and the Negotiate messages' sends.
  *
  * <p>Threads: {@link #enqueue} and the writability calls run on any thread and touch only the
- * inbox, under its lock; everything else runs on the connection's thread. Messages leave the
- * inbox for Connection.SendQueue in the order they entered it.
+ * accepting end of Connection.SendQueue ({@link SendQueue}), under the inbox lock; everything else
+ * runs on the connection's thread, which takes what was accepted at each step ({@link
+ * #drainInbox}), in the order it was accepted.
  */
 final class Sender {
     private static final System.Logger LOG = System.getLogger(Connection.class.getName());
@@ -501,7 +502,7 @@ final class Sender {
 
     /**
      * The connection ended: every message not yet complete (queued, partly posted, with fragments
-     * in flight, or still in the inbox) fails with the loss; nothing more is accepted.
+     * in flight, or not yet taken by the connection) fails with the loss; nothing more is accepted.
      *
      * @param failure the loss
      */
