@@ -24,6 +24,7 @@ import javax.crypto.spec.SecretKeySpec;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -240,7 +241,7 @@ class HostileServerTest {
      * second part is sent. The READ fails saying why (the signature), not that its second part could not
      * be sent on a closed connection.
      */
-    @org.junit.jupiter.api.Test
+    @Test
     void signedResponse_badSignatureBeforeTheNextPartIsSent_theReadFailsSayingWhy() throws Exception {
         SecretKey key = session(SESSION);
         server.mangle = signed(key, true);
@@ -267,7 +268,7 @@ class HostileServerTest {
      * keying a MAC of its own for each. Counted as the MACs smbj's security provider makes: the
      * transport's one, kept with its key, and none per response.
      */
-    @org.junit.jupiter.api.Test
+    @Test
     void signedResponses_verifiedOnce_notAgainBySmbj() throws Exception {
         java.util.concurrent.atomic.AtomicInteger macs = new java.util.concurrent.atomic.AtomicInteger();
         BCSecurityProvider bc = new BCSecurityProvider();
