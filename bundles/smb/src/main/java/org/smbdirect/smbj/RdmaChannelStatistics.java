@@ -124,4 +124,14 @@ public interface RdmaChannelStatistics {
      * @return the count
      */
     long writesRegisteredAhead();
+
+    /**
+     * READ responses without data (through the RDMA channel, or failed) accepted although their
+     * signature is ksmbd's, over the 4-byte transport length and the response, not MS-SMB2's over
+     * the response alone (Linux ksmbd 6.1 to 7.2; see {@link SmbjOptions#strictSignatures()}).
+     *
+     * @return the count
+     * @since 1.3
+     */
+    long toleratedReadSignatures();
 }

@@ -24,6 +24,7 @@ public final class SmbjOptions {
     private final int readParts;
     private final int writeParts;
     private final boolean registerAhead;
+    private final boolean strictSignatures;
 
     private SmbjOptions(Builder b) {
         rdmaChannel = b.rdmaChannel;
@@ -33,11 +34,13 @@ public final class SmbjOptions {
         readParts = b.readParts;
         writeParts = b.writeParts;
         registerAhead = b.registerAhead;
+        strictSignatures = b.strictSignatures;
     }
 
     /**
      * The defaults: RDMA channel on, threshold 4 KiB, remote invalidation on, 60 s to connect, large
-     * READs and WRITEs in two parts, registrations made ahead where they are memory regions of their own.
+     * READs and WRITEs in two parts, registrations made ahead where they are memory regions of their own,
+     * ksmbd's signature of READ responses without data accepted.
      *
      * @return the default options
      */
@@ -62,7 +65,7 @@ public final class SmbjOptions {
     public Builder toBuilder() {
         return new Builder().rdmaChannel(rdmaChannel).rdmaThreshold(rdmaThreshold)
                 .remoteInvalidation(remoteInvalidation).connectTimeout(connectTimeout).readParts(readParts)
-                .writeParts(writeParts).registerAhead(registerAhead);
+                .writeParts(writeParts).registerAhead(registerAhead).strictSignatures(strictSignatures);
     }
 
     /**
@@ -144,6 +147,25 @@ public final class SmbjOptions {
         return registerAhead;
     }
 
+    /**
+     * Whether a signed response must be signed exactly as MS-SMB2 3.3.4.1.1 says. By default one
+     * server defect is lived with: Linux ksmbd (6.1 through 7.2 at least) signs a READ response
+     * that carries no data (every READ through the RDMA channel, and a failed READ) over the 4-byte
+     * transport length followed by the response, instead of the response alone. Such a signature
+     * is still a MAC under the session's signing key, and its signed bytes can never be those of a
+     * message signed by the rule (they start with a zero byte, an SMB2 message with 0xFE), so
+     * accepting it lets nothing be forged; without it no signing client reads a file from stock
+     * ksmbd through the RDMA channel. It is logged once per connection and counted
+     * ({@link RdmaChannelStatistics#toleratedReadSignatures()}). {@code true} refuses it: the
+     * response is discarded and the connection ends, as for any bad signature.
+     *
+     * @return {@code false} by default
+     * @since 1.3
+     */
+    public boolean strictSignatures() {
+        return strictSignatures;
+    }
+
     @Override
     public boolean equals(Object o) {
         if (!(o instanceof SmbjOptions)) {
@@ -153,20 +175,21 @@ public final class SmbjOptions {
         return rdmaChannel == other.rdmaChannel && rdmaThreshold == other.rdmaThreshold
                 && remoteInvalidation == other.remoteInvalidation && connectTimeout.equals(other.connectTimeout)
                 && readParts == other.readParts && writeParts == other.writeParts
-                && registerAhead == other.registerAhead;
+                && registerAhead == other.registerAhead && strictSignatures == other.strictSignatures;
     }
 
     @Override
     public int hashCode() {
         return Objects.hash(rdmaChannel, rdmaThreshold, remoteInvalidation, connectTimeout, readParts, writeParts,
-                registerAhead);
+                registerAhead, strictSignatures);
     }
 
     @Override
     public String toString() {
         return "SmbjOptions[rdmaChannel=" + rdmaChannel + ", rdmaThreshold=" + rdmaThreshold
                 + ", remoteInvalidation=" + remoteInvalidation + ", connectTimeout=" + connectTimeout + ", readParts=" + readParts
-                + ", writeParts=" + writeParts + ", registerAhead=" + registerAhead + "]";
+                + ", writeParts=" + writeParts + ", registerAhead=" + registerAhead
+                + ", strictSignatures=" + strictSignatures + "]";
     }
 
     /** Builds {@link SmbjOptions}. */
@@ -178,6 +201,7 @@ public final class SmbjOptions {
         private int readParts = DEFAULT_READ_PARTS;
         private int writeParts = DEFAULT_WRITE_PARTS;
         private boolean registerAhead = true;
+        private boolean strictSignatures;
 
         private Builder() {
         }
@@ -273,6 +297,18 @@ public final class SmbjOptions {
          */
         public Builder registerAhead(boolean ahead) {
             registerAhead = ahead;
+            return this;
+        }
+
+        /**
+         * Sets {@link SmbjOptions#strictSignatures()}.
+         *
+         * @param strict whether ksmbd's signature of READ responses without data is refused
+         * @return this builder
+         * @since 1.3
+         */
+        public Builder strictSignatures(boolean strict) {
+            strictSignatures = strict;
             return this;
         }
 

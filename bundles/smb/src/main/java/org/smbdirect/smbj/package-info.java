@@ -11,7 +11,7 @@
  * without any change to the calling code. This bundle (module) exports smbj's own packages at
  * smbj's version.
  */
-@Version("1.2.0")
+@Version("1.3.0")
 @Export
 package org.smbdirect.smbj;
 

@@ -39,7 +39,22 @@ final class Smb2Signing {
 
     /** Whether the message's Signature field is the one its bytes and the key give. */
     boolean verify(byte[] message, SecretKey key) throws SecurityException {
-        byte[] expected = signature(message, key);
+        return matches(message, signature(message, null, key));
+    }
+
+    /**
+     * Whether the message's Signature field is the MAC over its 4-byte transport length
+     * (big-endian, as the RFC 1002 header of Direct TCP frames it, MS-SMB2 2.1) followed by the
+     * message: what ksmbd signs for a READ response that carries no data (see
+     * {@link ResponseSignatures}).
+     */
+    boolean verifyWithTransportLength(byte[] message, SecretKey key) throws SecurityException {
+        byte[] length = {(byte) (message.length >>> 24), (byte) (message.length >>> 16), (byte) (message.length >>> 8),
+                (byte) message.length};
+        return matches(message, signature(message, length, key));
+    }
+
+    private static boolean matches(byte[] message, byte[] expected) {
         byte[] received = new byte[Smb2Messages.SIGNATURE_SIZE];
         System.arraycopy(message, Smb2Messages.SIGNATURE, received, 0, received.length);
         byte[] first16 = new byte[Smb2Messages.SIGNATURE_SIZE];
@@ -48,8 +63,16 @@ final class Smb2Signing {
     }
 
     private byte[] signature(byte[] message, SecretKey key) throws SecurityException {
+        return signature(message, null, key);
+    }
+
+    /** The MAC over {@code prefix} (when not {@code null}), then the message with its Signature zeroed. */
+    private byte[] signature(byte[] message, byte[] prefix, SecretKey key) throws SecurityException {
         KeyedMac m = take(key);
         Mac mac = m.mac;
+        if (prefix != null) {
+            mac.update(prefix);
+        }
         mac.update(message, 0, Smb2Messages.SIGNATURE);
         mac.update(new byte[Smb2Messages.SIGNATURE_SIZE]);
         int rest = Smb2Messages.SIGNATURE + Smb2Messages.SIGNATURE_SIZE;

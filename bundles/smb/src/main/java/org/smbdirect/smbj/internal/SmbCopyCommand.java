@@ -48,7 +48,7 @@ import com.hierynomus.smbj.share.File;
 @Component(service = SmbCopyCommand.class, property = {"osgi.command.scope=smbdirect", "osgi.command.function=smbcopy"})
 public final class SmbCopyCommand {
     static final String USAGE = "smbcopy [--user USER] [--password PASSWORD] [--domain DOMAIN] [--dialect 3.0|3.0.2|3.1.1]\n"
-            + "        [--sign] [--inline] [--timeout SECONDS] LOCALFILE smb://SERVER[:PORT]/SHARE/PATH [BACKFILE]\n"
+            + "        [--sign] [--strict-signatures] [--inline] [--timeout SECONDS] LOCALFILE smb://SERVER[:PORT]/SHARE/PATH [BACKFILE]\n"
             + "  Copies LOCALFILE to the share over SMB3 on SMB Direct, reads it back and compares (and writes\n"
             + "  it to BACKFILE if given). Prints progress, throughput and the path the data took: through\n"
             + "  the RDMA channel (the server RDMA-reads and -writes registered buffers) or inline.\n"
@@ -58,6 +58,9 @@ public final class SmbCopyCommand {
             + "  --user        default: anonymous; --password also from the environment SMB_PASSWORD\n"
             + "  --dialect     one dialect (default: smbj's choice, 3.1.1 down to 2.0.2)\n"
             + "  --sign        require signing\n"
+            + "  --strict-signatures\n"
+            + "                refuse ksmbd's signature of READ responses without data (over the\n"
+            + "                transport length and the response; accepted and counted by default)\n"
             + "  --inline      no RDMA channel: all data inline in SMB Direct messages\n"
             + "  --timeout     seconds smbj waits for a response (default 60)";
 
@@ -96,7 +99,9 @@ public final class SmbCopyCommand {
 
     private static void copy(SmbjTransport base, Options o, PrintStream out) throws Exception {
         long size = Files.size(o.local);
-        SmbjTransport t = o.inline ? SmbjTransport.create(base.transport(), base.options().toBuilder().rdmaChannel(false).build())
+        SmbjTransport t = o.inline || o.strictSignatures ? SmbjTransport.create(base.transport(),
+                base.options().toBuilder().rdmaChannel(base.options().rdmaChannel() && !o.inline)
+                        .strictSignatures(base.options().strictSignatures() || o.strictSignatures).build())
                 : base;
         SmbConfig.Builder b = t.configBuilder().withTimeout(o.timeoutSeconds, TimeUnit.SECONDS).withSigningRequired(o.sign);
         if (o.dialect != null) {
@@ -161,6 +166,11 @@ public final class SmbCopyCommand {
                     RdmaChannelStatistics after = t.statistics();
                     out.printf(Locale.ROOT, "read back %s in %.3f s: %.1f MiB/s; path: %s%n", bytes(size), readNanos / 1e9,
                             mibps(size, readNanos), path(middle, after, true));
+                    long tolerated = after.toleratedReadSignatures() - middle.toleratedReadSignatures();
+                    if (tolerated > 0) {
+                        out.printf(Locale.ROOT, "%d READ responses signed as ksmbd signs them (over the transport length "
+                                + "and the response, not MS-SMB2's): accepted; --strict-signatures refuses them%n", tolerated);
+                    }
                     out.printf(Locale.ROOT, "CRC-32C sent %08x, received %08x: %s%n", crcUp, back.getValue(),
                             crcUp == back.getValue() ? "match" : "MISMATCH");
                     if (crcUp != back.getValue()) {
@@ -312,6 +322,7 @@ public final class SmbCopyCommand {
         SMB2Dialect dialect;
         boolean sign;
         boolean inline;
+        boolean strictSignatures;
         long timeoutSeconds = 60;
 
         static Options parse(String[] args) {
@@ -340,6 +351,9 @@ public final class SmbCopyCommand {
                         break;
                     case "--inline":
                         o.inline = true;
+                        break;
+                    case "--strict-signatures":
+                        o.strictSignatures = true;
                         break;
                     default:
                         if (a.startsWith("--")) {

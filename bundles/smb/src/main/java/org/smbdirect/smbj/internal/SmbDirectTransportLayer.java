@@ -62,9 +62,10 @@ import com.hierynomus.smbj.session.Session;
  * <li>when the response to such a request arrives, the registration ends before smbj sees the
  * response: the server invalidated it (Send with Invalidate), or this side deregisters it, which
  * invalidates it (MS-SMBD 3.1.4.4); a READ's data is handed to smbj with the response;</li>
- * <li>signed responses are verified here too (MS-SMB2 3.2.5.1.3), so that one with a bad
- * signature ends the connection with an exception saying so, where smbj alone would drop it and
- * leave the caller waiting for its timeout; an answer STATUS_USER_SESSION_DELETED, which the
+ * <li>signed responses are verified here too (MS-SMB2 3.2.5.1.3, {@link ResponseSignatures}), so
+ * that one with a bad signature ends the connection with an exception saying so, where smbj alone
+ * would drop it and leave the caller waiting for its timeout; ksmbd's signature of a READ
+ * response without data is accepted unless the options are strict; an answer STATUS_USER_SESSION_DELETED, which the
  * server cannot sign, is taken unverified and signed here for smbj, so the caller gets that
  * status at once.</li>
  * </ul>
@@ -82,6 +83,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private final SmbjOptions options;
     private final Statistics statistics;
     private final Smb2Signing signing;
+    private final ResponseSignatures signatures;
     /** smbj's connection: smbj makes its transport layer in its Connection's constructor. */
     private final Connection smbj;
     private final Map<Long, PendingRequest> pending = new ConcurrentHashMap<>();
@@ -116,6 +118,8 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         this.options = owner.options();
         this.statistics = owner.counters();
         this.signing = new Smb2Signing(config.getSecurityProvider());
+        this.signatures = new ResponseSignatures(signing, options.strictSignatures(), statistics.toleratedReadSignatures,
+                this::peer);
         if (handlers.getReceiver() instanceof Connection) {
             SmbjInternals.check();
             smbj = (Connection) handlers.getReceiver();
@@ -130,6 +134,12 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     /** The SMB Direct connection, once connected. */
     SmbDirectConnection connection() {
         return connection;
+    }
+
+    /** The server, as the log names it. */
+    private String peer() {
+        SmbDirectConnection c = connection;
+        return c == null ? "(not connected)" : String.valueOf(c.remoteAddress());
     }
 
     Connection smbjConnection() {
@@ -495,7 +505,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
     private boolean partSignatureVerified(byte[] response, SplitRequest split) throws SecurityException {
         SecretKey key = split.signingKey;
         if ((Smb2Messages.i32(response, Smb2Messages.FLAGS) & Smb2Messages.SMB2_FLAGS_SIGNED) == 0 || key == null
-                || sessionDeleted(response) || signing.verify(response, key)) {
+                || sessionDeleted(response) || signatures.check(response, key) != ResponseSignatures.Verdict.FAILED) {
             return true;
         }
         statistics.signatureFailures.incrementAndGet();
@@ -840,7 +850,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         if (key == null) {
             return data;
         }
-        if (signing.verify(bytes, key)) {
+        if (signatures.check(bytes, key) != ResponseSignatures.Verdict.FAILED) {
             return new SMB2DecryptedPacketData(bytes);
         }
         statistics.signatureFailures.incrementAndGet();
@@ -849,7 +859,7 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         String what = String.format("the server's %s response (message id %d, session %x, status 0x%08x, %d bytes) failed "
                 + "signature verification (MS-SMB2 3.2.5.1.3)%s: discarded, and the connection closed",
                 data.getHeader().getMessage(), messageId, sessionId, data.getHeader().getStatusCode(), bytes.length,
-                signedPrefix(bytes, key));
+                signatures.signedPrefix(bytes, key));
         LOG.log(System.Logger.Level.ERROR, what);
         fault(new TransportException(what));
         return null;
@@ -897,16 +907,6 @@ final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, 
         }
         signing.sign(bytes, key);
         return handlers.getPacketFactory().read(bytes);
-    }
-
-    /** Diagnosis for the message: a server that signed fewer bytes than it sent. */
-    private String signedPrefix(byte[] bytes, SecretKey key) throws SecurityException {
-        for (int n = bytes.length - 1; n >= Smb2Messages.HEADER_SIZE && bytes.length <= 65536; n--) {
-            if (signing.verify(java.util.Arrays.copyOf(bytes, n), key)) {
-                return "; the signature covers only its first " + n + " bytes";
-            }
-        }
-        return "";
     }
 
     @Override

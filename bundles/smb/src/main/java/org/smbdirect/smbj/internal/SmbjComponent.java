@@ -82,7 +82,8 @@ public final class SmbjComponent implements SmbjTransport {
         return SmbjOptions.builder().rdmaChannel(c.rdmaChannel()).rdmaThreshold(c.rdmaThreshold())
                 .remoteInvalidation(c.remoteInvalidation())
                 .connectTimeout(Duration.ofSeconds(c.connectTimeoutSeconds())).readParts(c.readParts())
-                .writeParts(c.writeParts()).registerAhead(c.registerAhead()).build();
+                .writeParts(c.writeParts()).registerAhead(c.registerAhead())
+                .strictSignatures(c.strictSignatures()).build();
     }
 
     @Override

@@ -43,6 +43,12 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
                     + "each such connection then keeps up to one READ's and one WRITE's buffer registered between requests.")
     boolean registerAhead() default true;
 
+    @AttributeDefinition(name = "Strict signatures",
+            description = "Refuse READ responses signed as ksmbd signs those without data (over the 4-byte transport "
+                    + "length and the response, not the response alone as MS-SMB2 3.3.4.1.1 says). By default they are "
+                    + "accepted, logged once per connection and counted: the signature is still a MAC under the session's key.")
+    boolean strictSignatures() default false;
+
     @AttributeDefinition(name = "SMB Direct transport",
             description = "Filter selecting the SmbDirect service to use, e.g. (component.name=org.smbdirect.protocol).")
     String transport_target() default "(objectClass=org.smbdirect.transport.SmbDirect)";

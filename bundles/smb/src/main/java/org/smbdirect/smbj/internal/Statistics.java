@@ -21,12 +21,13 @@ final class Statistics {
     final AtomicLong splitWrites = new AtomicLong();
     final AtomicLong readsRegisteredAhead = new AtomicLong();
     final AtomicLong writesRegisteredAhead = new AtomicLong();
+    final AtomicLong toleratedReadSignatures = new AtomicLong();
 
     RdmaChannelStatistics snapshot() {
         return new Snapshot(rdmaWrites.get(), rdmaWriteBytes.get(), rdmaReads.get(), rdmaReadBytes.get(),
                 inlineWrites.get(), inlineWriteBytes.get(), inlineReads.get(), inlineReadBytes.get(),
                 remoteInvalidations.get(), localInvalidations.get(), signatureFailures.get(), splitReads.get(),
-                splitWrites.get(), readsRegisteredAhead.get(), writesRegisteredAhead.get());
+                splitWrites.get(), readsRegisteredAhead.get(), writesRegisteredAhead.get(), toleratedReadSignatures.get());
     }
 
     private static final class Snapshot implements RdmaChannelStatistics {
@@ -112,10 +113,16 @@ final class Statistics {
         }
 
         @Override
+        public long toleratedReadSignatures() {
+            return v[15];
+        }
+
+        @Override
         public String toString() {
             return String.format("RDMA channel: %d WRITEs (%d B, %d of smbj's split), %d READs (%d B, %d of smbj's split); inline: %d WRITEs (%d B), "
-                    + "%d READs (%d B); registrations invalidated by the server %d, locally %d; registered ahead: READs %d, WRITEs %d; bad signatures %d",
-                    v[0], v[1], v[12], v[2], v[3], v[11], v[4], v[5], v[6], v[7], v[8], v[9], v[13], v[14], v[10]);
+                    + "%d READs (%d B); registrations invalidated by the server %d, locally %d; registered ahead: READs %d, WRITEs %d; bad signatures %d; "
+                    + "READ responses signed as ksmbd signs them %d",
+                    v[0], v[1], v[12], v[2], v[3], v[11], v[4], v[5], v[6], v[7], v[8], v[9], v[13], v[14], v[10], v[15]);
         }
     }
 }

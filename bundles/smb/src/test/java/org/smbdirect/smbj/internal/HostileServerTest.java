@@ -236,6 +236,61 @@ class HostileServerTest {
     }
 
     /**
+     * ksmbd signs a READ response without data over the 4-byte transport length and the response
+     * (ResponseSignatures): taken by default, as the data it names arrived; each response so signed
+     * is counted (an 8 MiB READ is two parts, two responses), none as a failure, and the connection
+     * carries on.
+     */
+    @ParameterizedTest(name = "READ of {0} bytes")
+    @CsvSource({"65536, 1", "8388608, 2"})
+    void readResponse_signedAsKsmbdSignsIt_takenAndCounted(int length, int responses) throws Exception {
+        SecretKey key = session(SESSION);
+        server.mangle = signedAsKsmbd(key);
+        for (int i = 1; i <= 2; i++) {
+            Object good = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, length), GOOD_WAIT_MILLIS);
+            assertTrue(good instanceof SMB2ReadResponse, "READ " + i + ": " + good);
+            assertArrayEquals(java.util.Arrays.copyOf(content, length), ((SMB2ReadResponse) good).getData());
+            assertEquals(i * responses, smbj.statistics().toleratedReadSignatures(), "after READ " + i);
+        }
+        assertEquals(0, smbj.statistics().signatureFailures());
+        assertTrue(connection.isConnected());
+    }
+
+    /** With strictSignatures the same READ ends the transport as any bad signature does. */
+    @ParameterizedTest(name = "READ of {0} bytes")
+    @CsvSource({"65536", "8388608"})
+    void readResponse_signedAsKsmbdSignsIt_strict_endsTheTransportSayingSo(int length) throws Exception {
+        sim.close();
+        sim = new SmbjOverSim(SMB2Dialect.SMB_3_0_2, SmbjOptions.builder().strictSignatures(true).build(),
+                SmbDirectConfig.defaults());
+        server = sim.server;
+        smbj = sim.smbj;
+        server.content = content;
+        connect();
+        SecretKey key = session(SESSION);
+        SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
+        server.mangle = signedAsKsmbd(key);
+        Object bad = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, length), WAIT_MILLIS);
+        check("ksmbd's signature, strict", bad, "failed signature verification (MS-SMB2 3.2.5.1.3)");
+        assertEquals(1, smbj.statistics().signatureFailures());
+        assertEquals(0, smbj.statistics().toleratedReadSignatures());
+        afterwards("ksmbd's signature, strict", c, bad);
+    }
+
+    /** ksmbd's form is lived with for READ responses only: a WRITE response so signed ends the transport. */
+    @Test
+    void writeResponse_signedAsKsmbdSignsReads_endsTheTransport() throws Exception {
+        SecretKey key = session(SESSION);
+        SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
+        server.mangle = signedAsKsmbd(key);
+        Object bad = outcome(new SMB2WriteRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0,
+                new ArrayByteChunkProvider(java.util.Arrays.copyOf(content, LENGTH), 0), LENGTH), WAIT_MILLIS);
+        check("a WRITE response signed as ksmbd signs READs", bad, "failed signature verification (MS-SMB2 3.2.5.1.3)");
+        assertEquals(0, smbj.statistics().toleratedReadSignatures());
+        afterwards("a WRITE response signed as ksmbd signs READs", c, bad);
+    }
+
+    /**
      * The race between a split READ's parts and its first part's bad response, made certain: the
      * response to the first part fails verification, and the connection has ended, before the
      * second part is sent. The READ fails saying why (the signature), not that its second part could not
@@ -385,6 +440,32 @@ class HostileServerTest {
             }
             if (wrong) {
                 m[Smb2Messages.SIGNATURE + 5] ^= 0x10;
+            }
+            return ByteBuffer.wrap(m);
+        };
+    }
+
+    /**
+     * The response of the session {@link #SESSION}, signed as ksmbd signs a READ response without
+     * data: the MAC over the 4-byte big-endian transport length, then the message with its
+     * Signature zeroed (computed here from scratch, not with the transport's code).
+     */
+    private static UnaryOperator<ByteBuffer> signedAsKsmbd(SecretKey key) {
+        return b -> {
+            byte[] m = new byte[b.remaining()];
+            b.duplicate().get(m);
+            ByteBuffer w = ByteBuffer.wrap(m).order(ByteOrder.LITTLE_ENDIAN);
+            w.putLong(Smb2Messages.SESSION_ID, SESSION);
+            w.putInt(FLAGS, w.getInt(FLAGS) | Smb2Messages.SMB2_FLAGS_SIGNED);
+            java.util.Arrays.fill(m, Smb2Messages.SIGNATURE, Smb2Messages.SIGNATURE + Smb2Messages.SIGNATURE_SIZE, (byte) 0);
+            try {
+                com.hierynomus.security.Mac mac = new BCSecurityProvider().getMac(key.getAlgorithm());
+                mac.init(key.getEncoded());
+                mac.update(ByteBuffer.allocate(4).putInt(m.length).array());
+                mac.update(m);
+                System.arraycopy(mac.doFinal(), 0, m, Smb2Messages.SIGNATURE, Smb2Messages.SIGNATURE_SIZE);
+            } catch (SecurityException e) {
+                throw new IllegalStateException(e);
             }
             return ByteBuffer.wrap(m);
         };
