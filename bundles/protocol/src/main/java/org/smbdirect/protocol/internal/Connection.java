@@ -376,10 +376,12 @@ final class Connection extends Actor implements ConnectionListener, Terminator {
 
     @Override
     public void onError(Endpoint ep, RdmaStatus status, String reason) {
-        execute(() -> rdmaConnectionEnded(
-                lifecycle.state() == ConnectionStateMachine.State.CONNECTING && initiator
-                        ? TerminationReason.CONNECT_FAILED : TerminationReason.TRANSPORT_ERROR,
-                status + ": " + reason));
+        execute(() -> {
+            boolean connecting = lifecycle.state() == ConnectionStateMachine.State.CONNECTING && initiator;
+            rdmaConnectionEnded(connecting ? TerminationReason.CONNECT_FAILED : TerminationReason.TRANSPORT_ERROR,
+                    status + ": " + (connecting && ep.remoteAddress() != null ? ConnectRefusal.explain(status, reason,
+                            capabilities.transportType(), ep.remoteAddress().getPort()) : reason));
+        });
     }
 
     /** The RDMA connection is up: the initiator starts negotiating (3.1.4.1, 3.1.5.2). */

@@ -387,6 +387,22 @@ class NegotiationTest {
     }
 
     /**
+     * 3.1.4.1: a request to the other transport's port (5445 from RoCE, the sim's transport here) is
+     * returned with the provider's reason and what the port means, as Linux 7's ksmbd refuses it.
+     */
+    @Test
+    void connect_otherTransportsPort_refused_theLossNamesThePort() throws Exception {
+        SmbDirectTransport t = fx.transport(SmbDirectConfig.defaults(), engineSide);
+        CompletableFuture<SmbDirectConnection> f = t.connect(
+                new java.net.InetSocketAddress(peerSide.addresses().get(0), 5445), upper).toCompletableFuture();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> Fixture.get(f));
+        org.smbdirect.transport.ConnectionLoss loss = ((ConnectionLostException) e.getCause()).loss();
+        assertEquals(TerminationReason.CONNECT_FAILED, loss.reason());
+        assertTrue(loss.message().contains("nobody listens") && loss.message().contains("port 5445 is SMB Direct's port "
+                + "for iWARP, and RoCE uses 445"), loss.message());
+    }
+
+    /**
      * A connection reset at each step of the listener's negotiation in turn (the sim's
      * {@code faults.disconnectAfterOperations}) ends cleanly: the engine releases the connection and
      * has no internal error. (The fuzzer found a reset landing between the Negotiate Request's
