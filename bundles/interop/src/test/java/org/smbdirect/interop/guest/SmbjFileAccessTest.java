@@ -164,6 +164,10 @@ class SmbjFileAccessTest {
                         assertEquals(size, s1.rdmaWriteBytes() - s0.rdmaWriteBytes() + inlineWritten, "bytes written");
                         assertEquals(size - inlineWritten, s1.rdmaReadBytes() - s0.rdmaReadBytes(), "bytes ksmbd RDMA-wrote");
                         assertEquals(rdmaRequests, served, name + ": ksmbd's log shows each request served by RDMA");
+                        // stock ksmbd (6.1 to 7.2) signs every READ response of the RDMA channel over the
+                        // transport length and the response: each one is taken, and counted
+                        assertEquals(s1.rdmaReads() - s0.rdmaReads(), s1.toleratedReadSignatures() - s0.toleratedReadSignatures(),
+                                name + ": READ responses of the RDMA channel signed as ksmbd signs them, and taken");
                         if (size > 2 << 20) {
                             // smbj's READs and WRITEs of MaxReadSize and MaxWriteSize (several MiB) leave
                             // in parts, in flight together
@@ -354,9 +358,19 @@ class SmbjFileAccessTest {
         assertTrue(out.contains("(the server RDMA-read them)") && out.contains("(the server RDMA-wrote them)"), out);
         assertTrue(out.contains("of smbj's, sent in parts)"), "the read-back path names the READs sent in parts: " + out);
         assertTrue(out.contains(": match") && out.contains("registrations left on the connection: 0"), out);
+        assertTrue(out.contains("READ responses signed as ksmbd signs them"), "stock ksmbd's signatures named: " + out);
         assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve("copied.bin")), "the copy on ksmbd's share");
         assertArrayEquals(data, Files.readAllBytes(back), "the copy that came back");
         Guest.record(Guest.transport() + " smbcopy:\n" + out.trim());
+        // without --sign ksmbd signs the READ responses all the same (as the session requires): the
+        // default configuration reads a file back; strict, the first READ's response ends it
+        Files.write(local, java.util.Arrays.copyOf(data, 4 * MIB));
+        String unsigned = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, local.toString(), unc);
+        assertTrue(unsigned.contains("path: RDMA channel") && unsigned.contains(": match"), "unsigned: " + unsigned);
+        String strict = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--sign", "--strict-signatures",
+                local.toString(), unc);
+        assertTrue(strict.contains("failed signature verification (MS-SMB2 3.2.5.1.3)") && !strict.contains(": match"),
+                "--strict-signatures refuses stock ksmbd's READ responses, saying so: " + strict);
         // inline is ten times slower in the emulated guest: 2 MiB show the path
         Files.write(local, java.util.Arrays.copyOf(data, 2 * MIB));
         String inline = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--inline", local.toString(), unc);
