@@ -4,15 +4,19 @@
 #
 # Usage (in the guest, as root; call it or source it and call linux_peers SUBCOMMAND ...):
 #   linux-peers.sh load                       modprobe the stock dependencies, insmod ksmbd.ko and
-#                                             cifs.ko from $RDMA_VM_PEERS (build-linux-peers.sh)
+#                                             cifs.ko from $RDMA_VM_PEERS (build-linux-peers.sh);
+#                                             smbdirect.ko first when it is there (Linux 7.x,
+#                                             build-linux7-peers.sh: ksmbd and cifs share it)
 #   linux-peers.sh ksmbd-start SHAREDIR [USER PASS]
 #                                             write a config and user database under
 #                                             $LINUX_PEERS_STATE (/tmp/linux-peers; /etc is
 #                                             read-only), one share "share" = SHAREDIR writable by
 #                                             USER (default smbtest / smbtest-pass), start
 #                                             ksmbd.mountd; prints "ksmbd: rdma port N"
-#   linux-peers.sh ksmbd-port                 the port ksmbd's SMB Direct listener uses: 5445 when
-#                                             an iWARP device exists when ksmbd starts, else 445
+#   linux-peers.sh ksmbd-port [DEVICE]        the port ksmbd's SMB Direct listener uses. 6.x: 5445
+#                                             when an iWARP device exists when ksmbd starts, else
+#                                             445. 7.x: 5445 for an iWARP DEVICE, 445 for IB/RoCE
+#                                             (DEVICE: default $RDMA_VM_DEVICE, else any device)
 #   linux-peers.sh ksmbd-debug on|off [COMP]  toggle ksmbd debug output into dmesg (COMP: all,
 #                                             smb, auth, vfs, oplock, ipc, conn, rdma; default all)
 #   linux-peers.sh ksmbd-stop                 stop ksmbd.mountd and the kernel server
@@ -34,12 +38,23 @@
 #                                             the mark; exit 1 if one of them reports an SMB Direct
 #                                             error or the kernel warned or oopsed
 #
-# Environment: RDMA_VM_PEERS (module directory), RDMA_VM_IP, LINUX_PEERS_STATE,
+# Environment: RDMA_VM_PEERS (module directory), RDMA_VM_IP, RDMA_VM_DEVICE, LINUX_PEERS_STATE,
 # LINUX_PEERS_USER, LINUX_PEERS_PASS, LINUX_PEERS_TCP_PORT (ksmbd's TCP port, default 445).
+#
+# ksmbd-tools: the guest's own (/usr/sbin/ksmbd.*), unless RDMA_VM_PEERS has a sidroot (a
+# build-linux7-peers.sh output): then ksmbd-tools 3.5 of that Debian unstable root, run on the
+# guest's (the host's) root through unstable's own loader,
+#   SIDROOT/lib64/ld-linux-x86-64.so.2 --library-path SIDROOT/lib/x86_64-linux-gnu:... \
+#     --argv0 ksmbd.mountd SIDROOT/usr/libexec/ksmbd.tools ARGS
+# (one binary; argv[0] names the tool). ksmbd 7.x needs 3.5: with 3.4.7 every tree connect fails.
+# 3.5 spells the options otherwise (-C CONF, -P PWDDB, the user a plain argument); lp_ksmbd_tool
+# and the subcommands here take care of both.
 #
 # Facts (Linux 6.1, ksmbd-tools 3.4.7): ksmbd's RDMA port is not configurable: 445 on IB/RoCE,
 # 5445 as soon as an iWARP device was present when ksmbd's RDMA transport started (ksmbd.mountd
 # starting the server). The cifs client with "rdma" and no port= tries 5445, then 445.
+# Linux 7.x (shared smbdirect module): ksmbd listens on 445 for IB/RoCE only and on 5445 for iWARP
+# only; cifs tries 5445 (iWARP only), then 445 (IB/RoCE only).
 # ksmbd-tools adds the IPC$ share by itself; USER must also be a Unix user of the guest (ksmbd
 # maps the session to its uid/gid), so ksmbd-start maps SMB users onto "root" with
 # "force user = root" and the share stays writable.
@@ -50,21 +65,75 @@ LINUX_PEERS_PASS=${LINUX_PEERS_PASS:-smbtest-pass}
 
 lp_log() { echo "linux-peers: $*" >&2; }
 
+# The ksmbd-tools binary in the Debian unstable root of a build-linux7-peers.sh output, if
+# RDMA_VM_PEERS is one
+lp_sidroot_tools() {
+  local r=${RDMA_VM_PEERS:-}/sidroot t
+  [ -n "${RDMA_VM_PEERS:-}" ] && [ -e "$r/lib64/ld-linux-x86-64.so.2" ] || return 1
+  for t in "$r/usr/libexec/ksmbd.tools" "$r/usr/sbin/ksmbd.tools"; do
+    [ -x "$t" ] && { echo "$t"; return 0; }
+  done
+  return 1
+}
+
+# lp_ksmbd_tool NAME ARGS...: run the ksmbd-tools program NAME (ksmbd.mountd, ksmbd.adduser, ...)
+lp_ksmbd_tool() {
+  local name=$1 tools root
+  shift
+  if tools=$(lp_sidroot_tools); then
+    root=$RDMA_VM_PEERS/sidroot
+    "$root/lib64/ld-linux-x86-64.so.2" --inhibit-cache \
+      --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu" \
+      --argv0 "$name" "$tools" "$@"
+  else
+    "$name" "$@"
+  fi
+}
+
+# ksmbd-tools 3.5 and later: -C CONF, -P PWDDB (3.4: -c, -u/-i)
+lp_ksmbd_tools35() {
+  [ -n "${LP_KSMBD_TOOLS35:-}" ] || {
+    if lp_ksmbd_tool ksmbd.mountd --help 2>&1 | grep -q -- '--pwddb'; then LP_KSMBD_TOOLS35=yes; else LP_KSMBD_TOOLS35=no; fi
+  }
+  [ "$LP_KSMBD_TOOLS35" = yes ]
+}
+
+# is ksmbd.mountd running? (through unstable's loader its command name is the loader's: ask the
+# lock file ksmbd.mountd keeps its pid in as well)
+lp_mountd_running() {
+  local pid
+  pgrep -x ksmbd.mountd >/dev/null && return 0
+  pid=$(cat /run/ksmbd.lock 2>/dev/null | head -n 1)
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
 lp_load() {
-  local m deps
+  local m d deps mods="ksmbd cifs"
   [ -n "${RDMA_VM_PEERS:-}" ] && [ -f "$RDMA_VM_PEERS/ksmbd.ko" ] \
     || { lp_log "RDMA_VM_PEERS (${RDMA_VM_PEERS:-unset}) holds no ksmbd.ko; run build-linux-peers.sh"; return 3; }
-  for m in ksmbd cifs; do
+  # Linux 7.x: ksmbd and cifs share the SMB Direct code of smbdirect.ko, built beside them
+  [ -f "$RDMA_VM_PEERS/smbdirect.ko" ] && mods="smbdirect $mods"
+  for m in $mods; do
     grep -q "^$m " /proc/modules && continue
-    deps=$(modinfo -F depends "$RDMA_VM_PEERS/$m.ko" | tr , ' ')
+    deps=
+    for d in $(modinfo -F depends "$RDMA_VM_PEERS/$m.ko" | tr , ' '); do
+      # a dependency built beside it (smbdirect) is loaded from there, in the order above
+      [ -f "$RDMA_VM_PEERS/$d.ko" ] || deps="$deps $d"
+    done
     # iw_cm and rdma_ucm are not hard dependencies but make iWARP and user-space rdma_cm work
-    modprobe -a $deps iw_cm rdma_ucm || { lp_log "modprobe $deps failed"; return 1; }
+    modprobe -a $deps iw_cm rdma_ucm || { lp_log "modprobe$deps failed"; return 1; }
     insmod "$RDMA_VM_PEERS/$m.ko" || { lp_log "insmod $m.ko failed"; return 1; }
   done
-  lp_log "loaded ksmbd.ko and cifs.ko from $RDMA_VM_PEERS"
+  lp_log "loaded $(echo $mods | sed 's/\([a-z]*\)/\1.ko/g; s/ /, /g') from $RDMA_VM_PEERS"
 }
 
 lp_ksmbd_port() {
+  local dev=${1:-${RDMA_VM_DEVICE:-}}
+  # Linux 7.x: one listener per transport (445 IB/RoCE only, 5445 iWARP only): the device decides
+  if [ "$(uname -r | cut -d. -f1)" -ge 7 ] 2>/dev/null && [ -n "$dev" ] && [ -r "/sys/class/infiniband/$dev/node_type" ]; then
+    case $(cat "/sys/class/infiniband/$dev/node_type") in 4:*|*RNIC*) echo 5445;; *) echo 445;; esac
+    return 0
+  fi
   if rdma link show 2>/dev/null | grep -q . && ls /sys/class/infiniband 2>/dev/null | grep -q . ; then
     local d
     for d in /sys/class/infiniband/*; do
@@ -102,9 +171,15 @@ lp_ksmbd_start() {
 	directory mask = 0777
 CONF
   rm -f "$db"
-  ksmbd.adduser -c "$conf" -i "$db" -a "$user" -p "$pass" >/dev/null \
-    || { lp_log "ksmbd.adduser failed"; return 1; }
-  ksmbd.mountd -c "$conf" -u "$db" || { lp_log "ksmbd.mountd failed"; return 1; }
+  if lp_ksmbd_tools35; then
+    lp_ksmbd_tool ksmbd.adduser -C "$conf" -P "$db" -a -p "$pass" "$user" >/dev/null \
+      || { lp_log "ksmbd.adduser failed"; return 1; }
+    lp_ksmbd_tool ksmbd.mountd -C "$conf" -P "$db" || { lp_log "ksmbd.mountd failed"; return 1; }
+  else
+    ksmbd.adduser -c "$conf" -i "$db" -a "$user" -p "$pass" >/dev/null \
+      || { lp_log "ksmbd.adduser failed"; return 1; }
+    ksmbd.mountd -c "$conf" -u "$db" || { lp_log "ksmbd.mountd failed"; return 1; }
+  fi
   echo "$user" > "$LINUX_PEERS_STATE/user"; echo "$pass" > "$LINUX_PEERS_STATE/pass"
   # the server is up once the kernel listens on the TCP port
   local i
@@ -123,24 +198,28 @@ lp_ksmbd_debug() {
     on:*"[$comp]"*|off:*) ;;
   esac
   if [ "$want" = on ]; then
-    case $state in *"[$comp]"*) ;; *) ksmbd.control -d "$comp" >/dev/null;; esac
+    case $state in *"[$comp]"*) ;; *) lp_ksmbd_tool ksmbd.control -d "$comp" >/dev/null;; esac
   else
-    case $state in *"[$comp]"*) ksmbd.control -d "$comp" >/dev/null;; esac
+    case $state in *"[$comp]"*) lp_ksmbd_tool ksmbd.control -d "$comp" >/dev/null;; esac
   fi
   cat /sys/class/ksmbd-control/debug 2>/dev/null
 }
 
 lp_ksmbd_stop() {
-  ksmbd.control -s >/dev/null 2>&1
+  lp_ksmbd_tool ksmbd.control -s >/dev/null 2>&1
   local i
-  for i in $(seq 1 25); do pgrep -x ksmbd.mountd >/dev/null || break; sleep 0.2; done
+  for i in $(seq 1 25); do lp_mountd_running || break; sleep 0.2; done
   lp_log "ksmbd stopped"
 }
 
 lp_ksmbd_share_remove() {
   local name=${1:-share} conf=$LINUX_PEERS_STATE/ksmbd.conf
-  ksmbd.addshare -c "$conf" -d "$name" >/dev/null || { lp_log "ksmbd.addshare -d $name failed"; return 1; }
-  ksmbd.control -r >/dev/null || { lp_log "ksmbd.control -r failed"; return 1; }
+  if lp_ksmbd_tools35; then
+    lp_ksmbd_tool ksmbd.addshare -C "$conf" -d "$name" >/dev/null || { lp_log "ksmbd.addshare -d $name failed"; return 1; }
+  else
+    ksmbd.addshare -c "$conf" -d "$name" >/dev/null || { lp_log "ksmbd.addshare -d $name failed"; return 1; }
+  fi
+  lp_ksmbd_tool ksmbd.control -r >/dev/null || { lp_log "ksmbd.control -r failed"; return 1; }
   lp_log "share $name removed, configuration reloaded"
 }
 
@@ -190,7 +269,9 @@ lp_dmesg_check() {
   [ -n "$lines" ] && echo "$lines"
   # errors of the SMB Direct code of either side (not the chatter of debug output). Expected and
   # not an error: on IB/RoCE, cifs without port= tries 5445 first ("rdma_connect failed
-  # port=5445"), then 445, where ksmbd listens.
+  # port=5445"), then 445, where ksmbd listens; Linux 7.x says "_smbd_get_connection:N connect to
+  # IP:5445 failed: -ENODEV" (5445 is for iWARP devices only). Nor is the kernel's note that the
+  # out-of-tree smbdirect.ko (7.x) is unsigned.
   # Expected too, after a mount that failed (CifsClientTest: the engine is no SMB2 server): cifs's
   # smbd_post_send_credits work, queued by the last receive, checks that the transport is still
   # connected and then posts a receive; when cifs's own teardown moves the queue pair to the error
@@ -229,6 +310,8 @@ lp_dmesg_check() {
        | grep -E -i 'error|fail|disconnect.*(err|-[0-9])|cannot|invalid|timed? ?out|refused|reject' \
        | grep -v -E 'ksmbd: (smb_direct|rdma).*negotiate' \
        | grep -v -E 'rdma_connect failed port=5445' \
+       | grep -v -E '_smbd_get_connection:[0-9]+ connect to [^ ]+:5445 failed: -ENODEV$' \
+       | grep -v -E 'module verification failed: signature|loading out-of-tree module taints' \
        | grep -v -F -x -e "${unmounting:-no line is this one}" \
        | grep -v -E "$teardown" ; then
     echo "linux-peers: dmesg shows SMB Direct errors (lines above)" >&2
@@ -270,7 +353,7 @@ linux_peers() {
   case $cmd in
     load) lp_load "$@";;
     ksmbd-start) lp_ksmbd_start "$@";;
-    ksmbd-port) lp_ksmbd_port;;
+    ksmbd-port) lp_ksmbd_port "$@";;
     ksmbd-debug) lp_ksmbd_debug "$@";;
     ksmbd-stop) lp_ksmbd_stop;;
     ksmbd-share-remove) lp_ksmbd_share_remove "$@";;

@@ -4,7 +4,8 @@
 #
 # Usage: tools/rdma-vm/run-in-vm.sh [--check] [--] COMMAND [ARG...]
 #
-# The guest boots the host's Debian kernel (linux-image-amd64, which ships rdma_rxe as a module)
+# The guest boots the host's Debian kernel (linux-image-amd64, which ships rdma_rxe as a module),
+# or the Linux 7.x kernel of a build-linux7-peers.sh output (see RDMA_VM_PEERS, RDMA_VM_KROOT),
 # under TCG emulation, mounts the host's root file system read-only over virtio-9p, loads
 # rdma_rxe, creates a dummy network interface with an IPv4 address and a Soft-RoCE device on it
 # ("rdma link add"), then runs COMMAND as root in the current directory. The script's exit status
@@ -30,7 +31,20 @@
 #   RDMA_VM_DEVICE    name of the RDMA device (rxe0 with rxe, siw0 with siw)
 #   RDMA_VM_PEERS     directory with the out-of-tree ksmbd.ko, cifs.ko and siw.ko of
 #                     build-linux-peers.sh (default: its cache directory for the booted kernel, if
-#                     built); exported into the guest, as are RDMA_VM_TRANSPORT and RDMA_VM_IP
+#                     built); exported into the guest, as are RDMA_VM_TRANSPORT and RDMA_VM_IP.
+#                     A build-linux7-peers.sh output (it has a kroot/) also names the kernel: the
+#                     guest then boots that Linux 7.x kernel instead of the host's
+#   RDMA_VM_KROOT     a kernel root to boot instead of the host's kernel: KROOT/lib/modules/KVER/
+#                     holds the modules (depmod -b done) and vmlinuz (or KROOT/boot/vmlinuz-KVER);
+#                     default: RDMA_VM_PEERS/kroot when that exists. The initramfs takes its modules
+#                     from there (modprobe -d KROOT), and the guest mounts a tmpfs over
+#                     /usr/lib/modules with KROOT/lib/modules/KVER bind-mounted into it, so that
+#                     modprobe works as usual; RDMA_VM_PEERS defaults to the newest
+#                     build-linux7-peers.sh output for that kernel
+#   RDMA_VM_CPU       the emulated CPU model under TCG: max for Linux 6.x, max,-pcid,-invpcid for
+#                     7.x and later (JVMs crashed in JIT-compiled code in 7.2 guests with max; the
+#                     cure recorded then was to drop PCID. QEMU 7.2's TCG offers neither pcid nor
+#                     invpcid, so there the two models give the guest the same CPU flags)
 #   RDMA_VM_MEM       guest memory in MiB (2048);  RDMA_VM_CPUS  virtual CPUs (2)
 #   RDMA_VM_TIMEOUT   seconds before the guest is killed (900)
 #   RDMA_VM_ACCEL     tcg (default) or kvm; a stock kernel does not boot on every /dev/kvm
@@ -41,9 +55,12 @@
 #                     System.nanoTime) is a system call and an emulated MMIO read, about 0.8 us in
 #                     the guest against 0.1 us on the TSC. tsc=reliable overrides the assumption;
 #                     TCG's TSC is in step across vCPUs (tools/rdma-vm/README.md).
-#   RDMA_VM_KVER      kernel version to boot (default: newest non-cloud *-amd64 in /lib/modules)
+#   RDMA_VM_KVER      kernel version to boot (default: newest non-cloud *-amd64 in /lib/modules,
+#                     or with a kernel root its kver file / newest version in KROOT/lib/modules)
 #   RDMA_VM_ENV       extra variable names to pass into the guest (PATH, JAVA_HOME, HOME, LANG,
 #                     JAVA_TOOL_OPTIONS, CI always are)
+# In the guest, RDMA_VM_KERNEL is the booted kernel's version (uname -r) and RDMA_VM_KROOT the
+# kernel root (empty for the host's kernel).
 set -euo pipefail
 
 check_only=false
@@ -61,26 +78,54 @@ for b in /bin/busybox /usr/bin/busybox; do
   if [ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1; then BUSYBOX=$b; break; fi
 done
 [ -n "$BUSYBOX" ] || missing+=("a statically linked busybox (package busybox-static)")
-KVER=${RDMA_VM_KVER:-$(ls /lib/modules 2>/dev/null | grep -- '-amd64$' | grep -v -- '-cloud-' | sort -V | tail -n 1 || true)}
-if [ -z "$KVER" ] || [ ! -r "/boot/vmlinuz-$KVER" ]; then
-  missing+=("a readable kernel image /boot/vmlinuz-<version>-amd64 (package linux-image-amd64)")
-elif ! modinfo -k "$KVER" -n rdma_rxe >/dev/null 2>&1; then
-  missing+=("module rdma_rxe for kernel $KVER (the -cloud flavour lacks it; package linux-image-amd64)")
+CACHE=${SMBDIRECT_CACHE:-$HOME/.cache/smbdirect}
+PEERS=${RDMA_VM_PEERS:-}
+# The kernel: the host's, or that of a kernel root (build-linux7-peers.sh's kroot/)
+KROOT=${RDMA_VM_KROOT:-}
+if [ -z "$KROOT" ] && [ -n "$PEERS" ] && [ -d "$PEERS/kroot" ]; then KROOT=$PEERS/kroot; fi
+if [ -n "$KROOT" ]; then
+  KROOT=$(cd "$KROOT" 2>/dev/null && pwd -P) || { echo "run-in-vm: no kernel root ${RDMA_VM_KROOT:-$PEERS/kroot}" >&2; exit 3; }
+  KVER=${RDMA_VM_KVER:-}
+  if [ -z "$KVER" ] && [ -n "$PEERS" ] && [ "$KROOT" = "$(cd "$PEERS/kroot" 2>/dev/null && pwd -P)" ]; then
+    KVER=$(cat "$PEERS/kver" 2>/dev/null || true)
+  fi
+  KVER=${KVER:-$(ls "$KROOT/lib/modules" 2>/dev/null | sort -V | tail -n 1 || true)}
+  VMLINUZ=$KROOT/lib/modules/$KVER/vmlinuz
+  [ -r "$VMLINUZ" ] || VMLINUZ=$KROOT/boot/vmlinuz-$KVER
+  MODPROBE_BASE=(-d "$KROOT")
+  MODINFO_BASE=(-b "$KROOT")
+  if [ -z "$KVER" ] || [ ! -r "$VMLINUZ" ]; then
+    missing+=("a kernel in $KROOT (lib/modules/<version>/vmlinuz; tools/rdma-vm/build-linux7-peers.sh makes one)")
+  elif [ ! -f "$KROOT/lib/modules/$KVER/modules.dep.bin" ]; then
+    missing+=("the module index of $KROOT/lib/modules/$KVER (depmod -b $KROOT $KVER)")
+  elif ! modinfo "${MODINFO_BASE[@]}" -k "$KVER" -n rdma_rxe >/dev/null 2>&1; then
+    missing+=("module rdma_rxe in $KROOT for kernel $KVER")
+  fi
+else
+  KVER=${RDMA_VM_KVER:-$(ls /lib/modules 2>/dev/null | grep -- '-amd64$' | grep -v -- '-cloud-' | sort -V | tail -n 1 || true)}
+  VMLINUZ=/boot/vmlinuz-$KVER
+  MODPROBE_BASE=() MODINFO_BASE=()
+  if [ -z "$KVER" ] || [ ! -r "$VMLINUZ" ]; then
+    missing+=("a readable kernel image /boot/vmlinuz-<version>-amd64 (package linux-image-amd64)")
+  elif ! modinfo -k "$KVER" -n rdma_rxe >/dev/null 2>&1; then
+    missing+=("module rdma_rxe for kernel $KVER (the -cloud flavour lacks it; package linux-image-amd64)")
+  fi
 fi
 need_cmd rdma iproute2
 ls /usr/lib/*/libibverbs/librxe-* >/dev/null 2>&1 || missing+=("the rxe user-space driver (package ibverbs-providers)")
 TRANSPORT=${RDMA_VM_TRANSPORT:-rxe}
-PEERS=${RDMA_VM_PEERS:-}
 if [ -z "$PEERS" ] && [ -n "$KVER" ]; then
-  # the newest build of build-linux-peers.sh for this kernel, if there is one
-  PEERS=$(ls -d "${SMBDIRECT_CACHE:-$HOME/.cache/smbdirect}/linux-peers/$KVER"-* 2>/dev/null | grep -v "\.old$" | sort -V | tail -n 1 || true)
+  # the newest build of build-linux-peers.sh (build-linux7-peers.sh with a kernel root) for this
+  # kernel, if there is one
+  PEERS=$(ls -d "$CACHE/$([ -n "$KROOT" ] && echo linux7-peers || echo linux-peers)/$KVER"-* 2>/dev/null \
+    | grep -v "\.old$" | sort -V | tail -n 1 || true)
 fi
 case $TRANSPORT in
   rxe) ;;
   siw)
     ls /usr/lib/*/libibverbs/libsiw-* >/dev/null 2>&1 || missing+=("the siw user-space driver (package ibverbs-providers)")
     if [ -z "$PEERS" ] || [ ! -f "$PEERS/siw.ko" ]; then
-      missing+=("siw.ko in RDMA_VM_PEERS (${PEERS:-unset}); build it with tools/rdma-vm/build-linux-peers.sh")
+      missing+=("siw.ko in RDMA_VM_PEERS (${PEERS:-unset}); build it with tools/rdma-vm/build-linux-peers.sh (build-linux7-peers.sh for 7.x)")
     fi;;
   *) echo "run-in-vm: RDMA_VM_TRANSPORT must be rxe or siw, not $TRANSPORT" >&2; exit 3;;
 esac
@@ -88,7 +133,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   printf 'run-in-vm: missing: %s\n' "${missing[@]}" >&2
   exit 3
 fi
-$check_only && { echo "run-in-vm: ready (kernel $KVER, busybox $BUSYBOX, transport $TRANSPORT${PEERS:+, peers $PEERS})"; exit 0; }
+$check_only && { echo "run-in-vm: ready (kernel $KVER${KROOT:+ from $KROOT}, busybox $BUSYBOX, transport $TRANSPORT${PEERS:+, peers $PEERS})"; exit 0; }
 [ $# -gt 0 ] || { echo "run-in-vm: no command given" >&2; exit 125; }
 
 IP=${RDMA_VM_IP:-10.99.0.1}
@@ -105,8 +150,25 @@ case ${RDMA_VM_CLOCK:-$([ "$ACCEL" = kvm ] && echo kernel || echo tsc)} in
 esac
 RW=${RDMA_VM_RW:-$PWD}
 RO=${RDMA_VM_RO:-}
-# The guest's tmpfs hides the host's /tmp, /run and /var/tmp: share a peers directory there.
-case $PEERS in /tmp/*|/run/*|/var/tmp/*) RO="$RO $PEERS";; esac
+# The guest's tmpfs hides the host's /tmp, /run and /var/tmp: share a peers directory, a kernel
+# root and an unstable root (linux-peers.sh runs its ksmbd-tools) there.
+share_ro() {
+  local d
+  for d in "$@"; do
+    [ -n "$d" ] && [ -d "$d" ] || continue
+    d=$(cd "$d" && pwd -P)
+    case " $RO " in *" $d "*) continue;; esac
+    case $d in /tmp/*|/run/*|/var/tmp/*) RO="$RO $d";; esac
+  done
+}
+share_ro "$PEERS"
+peers_real=$([ -n "$PEERS" ] && cd "$PEERS" 2>/dev/null && pwd -P || true)
+if [ -n "$KROOT" ]; then
+  case $KROOT/ in "${peers_real:-/nonexistent}"/*) ;; *) share_ro "$KROOT";; esac
+fi
+if [ -n "$PEERS" ] && [ -L "$PEERS/sidroot" ]; then share_ro "$PEERS/sidroot"; fi
+# where the guest's modprobe looks (/lib is a link to /usr/lib on a merged-/usr system)
+MODULES_DIR=$(readlink -f /lib/modules)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rdma-vm.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -130,7 +192,7 @@ for m in virtio_pci 9pnet_virtio 9p; do
       *) echo "run-in-vm: cannot handle module file $path" >&2; exit 125;;
     esac
     modules+=("${name%%.ko*}")
-  done < <(modprobe -S "$KVER" --show-depends "$m")
+  done < <(modprobe ${MODPROBE_BASE[@]+"${MODPROBE_BASE[@]}"} -S "$KVER" --show-depends "$m")
 done
 cat > "$INITRAMFS/init" <<INIT
 #!/bin/busybox sh
@@ -176,6 +238,7 @@ echo "$RO" > "$WORK/ctl/ro"
 export PATH="\$PATH:/usr/sbin:/sbin"
 export RDMA_VM_IP=$IP RDMA_VM_IP6=$IP6 RDMA_VM_DEVICE=$DEV RDMA_VM_TRANSPORT=$TRANSPORT
 export RDMA_VM_PEERS=$(printf %q "$PEERS")
+export RDMA_VM_KERNEL=$(printf %q "$KVER") RDMA_VM_KROOT=$(printf %q "$KROOT")
 mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs tmpfs /dev/shm
 # what udev would create: bash process substitution needs /dev/fd
 ln -sf /proc/self/fd /dev/fd; ln -sf /proc/self/fd/0 /dev/stdin; ln -sf /proc/self/fd/1 /dev/stdout
@@ -184,6 +247,12 @@ echo "rdma-vm: guest up after \$(cut -d' ' -f1 /proc/uptime) s"
 ulimit -l unlimited
 hostname rdma-vm
 ip link set lo up
+if [ -n "\$RDMA_VM_KROOT" ]; then
+  # the kernel root's modules where modprobe looks for them; the host's stay hidden under the tmpfs
+  mount -t tmpfs -o mode=755 tmpfs $(printf %q "$MODULES_DIR") && mkdir -p $(printf %q "$MODULES_DIR/$KVER") \
+    && mount --bind $(printf %q "$KROOT/lib/modules/$KVER") $(printf %q "$MODULES_DIR/$KVER") \
+    || echo "rdma-vm: cannot mount the modules of \$RDMA_VM_KERNEL from \$RDMA_VM_KROOT"
+fi
 rdma_driver() { # load the kernel driver of the transport
   if [ "\$RDMA_VM_TRANSPORT" = siw ]; then
     # siw is not in Debian's kernel: its stock dependencies first, then the out-of-tree module
@@ -210,10 +279,12 @@ echo "rdma-vm: command exited with \$rc after \$(cut -d' ' -f1 /proc/uptime) s"
 GUEST
 } > "$WORK/ctl/guest.sh"
 
-# 3. Boot. Under TCG, "-cpu max" gives the guest the instruction set extensions the JVM expects.
+# 3. Boot. Under TCG, "-cpu max" gives the guest the instruction set extensions the JVM expects;
+#    explicitly without PCID for Linux 7.x and later (see RDMA_VM_CPU above).
+if [ "${KVER%%.*}" -ge 7 ] 2>/dev/null; then cpu=max,-pcid,-invpcid; else cpu=max; fi
 case $ACCEL in
   kvm) accel=(-accel kvm -cpu host);;
-  *) accel=(-accel tcg,thread=multi -cpu max);;
+  *) accel=(-accel tcg,thread=multi -cpu "${RDMA_VM_CPU:-$cpu}");;
 esac
 shares=(-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap
         -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
@@ -236,7 +307,7 @@ set +e
 # kernel log, which the interop tests count (linux-peers.sh dmesg-mark/dmesg-check)
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" \
   -nodefaults -no-user-config -display none -monitor none -serial stdio -nic none -no-reboot \
-  -kernel "/boot/vmlinuz-$KVER" -initrd "$WORK/initrd.gz" \
+  -kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
   -append "console=ttyS0 quiet loglevel=3 panic=-1 log_buf_len=32M$clock_args" "${shares[@]}" </dev/null | sed -u 's/\r$//'
 qemu_rc=${PIPESTATUS[0]}
 set -e
