@@ -34,6 +34,7 @@
 #                                             of mounted RDMA sessions)
 #   linux-peers.sh dmesg-mark                 remember where the kernel log is now: dmesg-check
 #                                             looks only at what follows
+#   linux-peers.sh dmesg-since-mark           print the kernel log since the mark
 #   linux-peers.sh dmesg-check                print the kernel's ksmbd/cifs/SMB Direct lines since
 #                                             the mark; exit 1 if one of them reports an SMB Direct
 #                                             error or the kernel warned or oopsed
@@ -270,7 +271,7 @@ lp_dmesg_check() {
   # errors of the SMB Direct code of either side (not the chatter of debug output). Expected and
   # not an error: on IB/RoCE, cifs without port= tries 5445 first ("rdma_connect failed
   # port=5445"), then 445, where ksmbd listens; Linux 7.x says "_smbd_get_connection:N connect to
-  # IP:5445 failed: -ENODEV" (5445 is for iWARP devices only). Nor is the kernel's note that the
+  # IP:5445 failed: -ENODEV" (5445 is for iWARP devices only; "[IPv6]:5445/0%0" over IPv6). Nor is the kernel's note that the
   # out-of-tree smbdirect.ko (7.x) is unsigned.
   # Expected too, after a mount that failed (CifsClientTest: the engine is no SMB2 server): cifs's
   # smbd_post_send_credits work, queued by the last receive, checks that the transport is still
@@ -310,7 +311,7 @@ lp_dmesg_check() {
        | grep -E -i 'error|fail|disconnect.*(err|-[0-9])|cannot|invalid|timed? ?out|refused|reject' \
        | grep -v -E 'ksmbd: (smb_direct|rdma).*negotiate' \
        | grep -v -E 'rdma_connect failed port=5445' \
-       | grep -v -E '_smbd_get_connection:[0-9]+ connect to [^ ]+:5445 failed: -ENODEV$' \
+       | grep -v -E '_smbd_get_connection:[0-9]+ connect to [^ ]+:5445(/[^ ]*)? failed: -ENODEV$' \
        | grep -v -E 'module verification failed: signature|loading out-of-tree module taints' \
        | grep -v -F -x -e "${unmounting:-no line is this one}" \
        | grep -v -E "$teardown" ; then
@@ -362,6 +363,7 @@ linux_peers() {
     cifs-umount) lp_cifs_umount "$@";;
     cifs-debugdata) lp_cifs_debugdata;;
     dmesg-mark) lp_dmesg_mark;;
+    dmesg-since-mark) lp_dmesg_since_mark;;
     dmesg-check) lp_dmesg_check;;
     *) sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; return 2;;
   esac

@@ -23,7 +23,6 @@ import org.junit.jupiter.api.DynamicContainer;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
-import org.opentest4j.TestAbortedException;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
 import org.w3c.dom.NodeList;
@@ -31,19 +30,24 @@ import org.w3c.dom.NodeList;
 /**
  * Runs the interoperability suite ({@code src/test/vm/interop-suite.sh}: the JUnit classes of
  * package {@code org.smbdirect.interop.guest}) against the Linux kernel's own SMB Direct, ksmbd
- * and cifs, in a QEMU guest: once on Soft-RoCE ({@code rxe}) and once on soft-iWARP ({@code siw}).
- * The kernel modules with SMB Direct are built for the guest's kernel by
- * {@code tools/rdma-vm/build-linux-peers.sh} (cached). Every test of the guest becomes a test
- * here. Where QEMU or the kernel sources are missing the suite says so loudly and is reported as
- * skipped; with {@code CI} set it fails instead, so CI never passes without it.
+ * and cifs, in a QEMU guest, for two generations of Linux: 6.1 (Debian stable's kernel, SMB Direct
+ * inside ksmbd and cifs) and 7.x (Debian unstable's newest, ksmbd and cifs on the shared
+ * {@code fs/smb/smbdirect} module); each once on Soft-RoCE ({@code rxe}) and once on soft-iWARP
+ * ({@code siw}). The kernel modules with SMB Direct are built, without changes to what they do on
+ * the wire, by {@code tools/rdma-vm/build-linux-peers.sh} (6.1) and
+ * {@code tools/rdma-vm/build-linux7-peers.sh} (7.x, which also fetches that kernel), both cached.
+ * Every test of the guest becomes a test here. Where QEMU or the kernel sources are missing the
+ * suite says so loudly and is reported as skipped; with {@code CI} set it fails instead, so CI
+ * never passes without it.
  *
- * <p>{@code -Dinterop.transports=rxe} (or {@code siw}) runs one transport only;
+ * <p>{@code -Dinterop.kernels=7} (or {@code 6.1}) runs one generation only;
+ * {@code -Dinterop.transports=rxe} (or {@code siw}) runs one transport only;
  * {@code -Dinterop.select=--select-class=org.smbdirect.interop.guest.KsmbdServerTest} one class;
  * {@code -Dinterop.jvmOpts=-Dinterop.trace=true} passes JVM options to the guest's JVM;
  * {@code -Dinterop.benchTransports=rxe} (or {@code rxe,siw}) adds the SMB3 benchmark there (by
  * default it runs nowhere: it measures and checks nothing the other classes do not). Outputs in
- * {@code target/interop-vm/<transport>}: {@code reports/}, {@code junit.log}, {@code console.log},
- * {@code negotiated.txt}, {@code dmesg.txt}.
+ * {@code target/interop-vm/<generation>/<transport>}: {@code reports/}, {@code junit.log},
+ * {@code console.log}, {@code negotiated.txt}, {@code dmesg.txt}.
  */
 class LinuxPeersGuestIT {
     private static final long GUEST_TIMEOUT_MINUTES = 20;
@@ -54,38 +58,82 @@ class LinuxPeersGuestIT {
     private final Path nativeDir = Paths.get(System.getProperty("native.dir", "../../provider-verbs/target/native/linux-x86-64"))
             .toAbsolutePath().normalize();
 
+    /** A generation of Linux's SMB Direct: its name in -Dinterop.kernels and the script that builds its peers. */
+    private record Generation(String name, String buildScript) {
+    }
+
+    private static final List<Generation> GENERATIONS = List.of(new Generation("6.1", "build-linux-peers.sh"),
+            new Generation("7", "build-linux7-peers.sh"));
+
     @TestFactory
     Stream<DynamicNode> linuxPeers() throws Exception {
+        List<DynamicNode> nodes = new ArrayList<>();
+        List<String> wanted = names(System.getProperty("interop.kernels", "6.1,7"));
+        for (Generation g : GENERATIONS) {
+            if (wanted.contains(g.name())) {
+                nodes.add(generation(g));
+            }
+        }
+        if (nodes.isEmpty()) {
+            return Stream.of(DynamicTest.dynamicTest("interop.kernels names a generation",
+                    () -> fail("-Dinterop.kernels=" + wanted + " names none of 6.1, 7")));
+        }
+        return nodes.stream();
+    }
+
+    private DynamicNode generation(Generation g) throws Exception {
         Path runInVm = root.resolve("tools/rdma-vm/run-in-vm.sh");
-        Path buildPeers = root.resolve("tools/rdma-vm/build-linux-peers.sh");
+        Path buildPeers = root.resolve("tools/rdma-vm/" + g.buildScript());
+        String label = "Linux " + g.name() + (g.name().contains(".") ? "" : ".x");
         String missing = check(runInVm) + check(buildPeers);
         if (!missing.isEmpty()) {
-            String why = "the Linux interop suite cannot run here: " + missing.trim();
+            String why = "the " + label + " interop suite cannot run here: " + missing.trim();
             System.out.println("\n***** INTEROP TESTS NOT RUN *****\n" + why + "\n*********************************\n");
             if (System.getenv("CI") != null) {
-                return Stream.of(DynamicTest.dynamicTest("interop prerequisites present (CI)", () -> fail(why)));
+                return DynamicContainer.dynamicContainer(label, Stream.of(
+                        DynamicTest.dynamicTest("interop prerequisites present (CI)", () -> fail(why))));
             }
-            throw new TestAbortedException("SKIPPED: " + why);
+            return DynamicContainer.dynamicContainer(label, Stream.of(DynamicTest.dynamicTest("interop prerequisites present",
+                    () -> Assumptions.abort("SKIPPED: " + why))));
         }
-        Files.createDirectories(out);
+        Path dir = out.resolve(g.name());
+        Files.createDirectories(dir);
         long buildStart = System.nanoTime();
+        Path log = dir.resolve(g.buildScript().replace(".sh", ".log"));
         Process build = new ProcessBuilder("bash", buildPeers.toString()).redirectErrorStream(true)
-                .redirectOutput(out.resolve("build-linux-peers.log").toFile()).start();
+                .redirectOutput(log.toFile()).start();
         boolean built = build.waitFor(30, TimeUnit.MINUTES) && build.exitValue() == 0;
-        List<String> buildLog = Files.readAllLines(out.resolve("build-linux-peers.log"));
+        List<String> buildLog = Files.readAllLines(log);
         if (!built) {
-            String log = String.join("\n", buildLog.subList(Math.max(0, buildLog.size() - 40), buildLog.size()));
-            return Stream.of(DynamicTest.dynamicTest("Linux peers built", () -> fail("build-linux-peers.sh failed:\n" + log)));
+            String tail = String.join("\n", buildLog.subList(Math.max(0, buildLog.size() - 40), buildLog.size()));
+            return DynamicContainer.dynamicContainer(label, Stream.of(DynamicTest.dynamicTest("Linux peers built",
+                    () -> fail(g.buildScript() + " failed:\n" + tail))));
         }
         String peers = buildLog.get(buildLog.size() - 1).trim();
-        System.out.println("Linux peers (ksmbd.ko, cifs.ko, siw.ko) in " + peers + ", "
+        String kernel = stamp(Paths.get(peers), "kernel");
+        label = "Linux " + kernel;
+        // one line that says which kernel ran, for a reader of the CI log
+        System.out.println(label + ": peers (" + stamp(Paths.get(peers), "source") + ") in " + peers + ", "
                 + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - buildStart) + " s");
 
         List<DynamicNode> nodes = new ArrayList<>();
         for (String transport : transports()) {
-            nodes.add(runGuest(runInVm, transport, peers));
+            nodes.add(runGuest(runInVm, dir, transport, peers));
         }
-        return nodes.stream();
+        return DynamicContainer.dynamicContainer(label, nodes);
+    }
+
+    /** A {@code key=value} line of the peers' stamp file, or "?" where there is none. */
+    private static String stamp(Path peers, String key) throws IOException {
+        Path stamp = peers.resolve("stamp");
+        if (Files.isRegularFile(stamp)) {
+            for (String line : Files.readAllLines(stamp)) {
+                if (line.startsWith(key + "=")) {
+                    return line.substring(key.length() + 1).trim();
+                }
+            }
+        }
+        return "?";
     }
 
     private static List<String> transports() {
@@ -106,9 +154,9 @@ class LinuxPeersGuestIT {
         return p.waitFor() == 0 ? "" : text + "; ";
     }
 
-    private DynamicContainer runGuest(Path runInVm, String transport, String peers) throws Exception {
+    private DynamicContainer runGuest(Path runInVm, Path generationDir, String transport, String peers) throws Exception {
         String name = transport.equals("siw") ? "iWARP (siw)" : "RoCE (rxe)";
-        Path dir = out.resolve(transport);
+        Path dir = generationDir.resolve(transport);
         Files.createDirectories(dir);
         for (String stale : List.of("reports/TEST-junit-jupiter.xml", "junit.log", "negotiated.txt", "dmesg.txt")) {
             Files.deleteIfExists(dir.resolve(stale));
@@ -131,7 +179,7 @@ class LinuxPeersGuestIT {
             run.destroyForcibly();
         }
         long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
-        String timing = name + " interop suite: " + seconds + " s wall time, exit status "
+        String timing = generationDir.getFileName() + " " + name + " interop suite: " + seconds + " s wall time, exit status "
                 + (finished ? run.exitValue() : "none (killed)");
         System.out.println(timing);
         Path negotiated = dir.resolve("negotiated.txt");

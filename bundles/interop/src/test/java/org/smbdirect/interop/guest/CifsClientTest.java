@@ -63,7 +63,31 @@ class CifsClientTest {
         mountAgainstEngine(Guest.address6());
     }
 
+    /**
+     * Which port cifs takes when the engine listens on both of SMB Direct's ports (MS-SMB2 2.1: 445,
+     * and 5445 for iWARP): cifs tries 5445, then 445. Linux 6.1's cifs connects to 5445 on any
+     * transport. Linux 7's takes 5445 for iWARP only and 445 for InfiniBand and RoCE only: on RoCE
+     * it refuses 5445 itself, before any request leaves ("connect to ...:5445 failed" in its log,
+     * which the kernel log check knows), and reaches the engine on 445.
+     */
+    @Test
+    void cifsPortOrder_engineOnBothPorts_cifsTakesItsGenerationsPort() throws Exception {
+        boolean iwarp = Guest.transport().equals("siw");
+        int port = mountAgainstEngine(Guest.address(), 445, 5445);
+        int expected = Guest.linux7() && !iwarp ? 445 : 5445;
+        Guest.record(Guest.kernel() + " " + Guest.transport() + " cifs with the engine on 445 and 5445: connected to " + port);
+        assertEquals(expected, port, Guest.kernel() + " cifs on " + Guest.transport());
+    }
+
     private void mountAgainstEngine(InetAddress at) throws Exception {
+        mountAgainstEngine(at, new int[0]);
+    }
+
+    /**
+     * Mounts the engine, listening on the ports given (none: its default for the transport), and
+     * checks the conversation; returns the port cifs reached.
+     */
+    private int mountAgainstEngine(InetAddress at, int... ports) throws Exception {
         BlockingQueue<SmbDirectConnection> accepted = new LinkedBlockingQueue<>();
         BlockingQueue<byte[]> messages = new LinkedBlockingQueue<>();
         CompletableFuture<ConnectionLoss> lost = new CompletableFuture<>();
@@ -87,13 +111,18 @@ class CifsClientTest {
         String unc = "//" + (at instanceof Inet6Address ? at.getHostAddress().replaceAll("%.*", "") : at.getHostAddress())
                 + "/share";
         Guest.peers("dmesg-mark");
+        int reached;
         try (SmbDirect engine = Guest.engine(SmbDirectConfig.defaults())) {
             // 445 on RoCE, 5445 on iWARP: where cifs looks (it tries 5445, then 445).
-            int port = engine.defaultPort();
-            SmbDirectListener listener = engine.listen(new InetSocketAddress(at, port), c -> {
-                accepted.add(c);
-                return handler;
-            });
+            int[] listen = ports.length == 0 ? new int[] {engine.defaultPort()} : ports;
+            String port = java.util.Arrays.toString(listen);
+            java.util.List<SmbDirectListener> listeners = new java.util.ArrayList<>();
+            for (int p : listen) {
+                listeners.add(engine.listen(new InetSocketAddress(at, p), c -> {
+                    accepted.add(c);
+                    return handler;
+                }));
+            }
             CompletableFuture<Guest.Result> mount = CompletableFuture.supplyAsync(() -> {
                 try {
                     return Guest.peersResult(WAIT_SECONDS, "cifs-mount", unc, mnt.toString());
@@ -108,7 +137,8 @@ class CifsClientTest {
             assertNotNull(negotiate, "no upper-layer message from cifs");
 
             ConnectionParameters p = c.parameters();
-            Guest.record(Guest.transport() + " cifs -> engine over " + family + " (listener on " + listener.localAddress()
+            reached = c.localAddress().getPort();
+            Guest.record(Guest.transport() + " cifs -> engine over " + family + " (listener on " + c.localAddress()
                     + "): " + describe(p));
             assertEquals(at, c.localAddress().getAddress(), "cifs reached the engine's " + family + " address");
             // MS-SMBD 3.1.5.6: what the engine took from cifs's Negotiate Request, against cifs's own settings.
@@ -152,7 +182,7 @@ class CifsClientTest {
             } else {
                 assertEquals(TerminationReason.PEER_DISCONNECTED, loss.reason(), "cifs ended the connection: " + loss);
             }
-            listener.close();
+            listeners.forEach(SmbDirectListener::close);
         } finally {
             Guest.peersResult(60, "cifs-umount", mnt.toString());
         }
@@ -169,6 +199,7 @@ class CifsClientTest {
         assertTrue(dmesg.output.contains("RDMA transport established"), "cifs logged its SMB Direct session:\n"
                 + dmesg.output);
         assertEquals(0, dmesg.exit, "no SMB Direct error in the kernel log:\n" + dmesg.output);
+        return reached;
     }
 
     /**

@@ -43,6 +43,26 @@ final class Guest {
         return InetAddress.getByName(env("RDMA_VM_IP6", "fd99::1"));
     }
 
+    /**
+     * Whether the guest runs Linux 7 or later, whose ksmbd and cifs sit on the shared SMB Direct
+     * module {@code fs/smb/smbdirect}; otherwise it is the 6.1 generation (SMB Direct inside ksmbd
+     * and cifs). The JVM's {@code os.version} is the running kernel's release.
+     */
+    static boolean linux7() {
+        String release = System.getProperty("os.version", "");
+        int dot = release.indexOf('.');
+        try {
+            return dot > 0 && Integer.parseInt(release.substring(0, dot)) >= 7;
+        } catch (NumberFormatException e) {
+            return false;
+        }
+    }
+
+    /** The kernel generation, for test output: "Linux 7.2.13+deb14-amd64". */
+    static String kernel() {
+        return "Linux " + System.getProperty("os.version", "?");
+    }
+
     /** {@code rxe} or {@code siw}. */
     static String transport() {
         return System.getProperty("interop.transport", "rxe");
@@ -73,6 +93,13 @@ final class Guest {
 
     /** An engine on the guest's verbs provider. */
     static SmbDirect engine(SmbDirectConfig config) throws org.smbdirect.rdma.RdmaException {
+        List<RdmaProvider> providers = providers();
+        return ServiceLoader.load(SmbDirectFactory.class).findFirst()
+                .orElseThrow(() -> new AssertionError("no SmbDirectFactory on the class path")).create(providers, config);
+    }
+
+    /** The guest's verbs providers (one per device), for a test that speaks the provider API itself; the caller closes them. */
+    static List<RdmaProvider> providers() throws org.smbdirect.rdma.RdmaException {
         RdmaProviderFactory verbs = ServiceLoader.load(RdmaProviderFactory.class).stream().map(ServiceLoader.Provider::get)
                 .filter(f -> f.type().equals("verbs")).findFirst()
                 .orElseThrow(() -> new AssertionError("no verbs RdmaProviderFactory on the class path"));
@@ -80,8 +107,7 @@ final class Guest {
         if (providers.isEmpty()) {
             throw new AssertionError("the verbs provider found no RDMA device in the guest");
         }
-        return ServiceLoader.load(SmbDirectFactory.class).findFirst()
-                .orElseThrow(() -> new AssertionError("no SmbDirectFactory on the class path")).create(providers, config);
+        return providers;
     }
 
     /** Runs {@code linux-peers.sh} with the arguments; returns its output, failing on a non-zero exit. */
@@ -123,7 +149,8 @@ final class Guest {
     /**
      * Requests ksmbd served through the RDMA channel so far: with its debug component rdma, ksmbd
      * logs "RDMA r/w request N: token T, length L" for each buffer descriptor; descriptor 0 starts
-     * a request.
+     * a request (Linux 6.1 and 7; Linux 7's shared module adds "RDMA read, len L, needed credits
+     * C" per request, not counted here).
      */
     static int ksmbdRdmaRequests() throws IOException, InterruptedException {
         String log = run(60, List.of("dmesg")).output;

@@ -14,7 +14,10 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.smbdirect.smbj.RdmaChannelStatistics;
 import org.smbdirect.smbj.SmbjOptions;
 import org.smbdirect.smbj.SmbjTransport;
@@ -39,8 +42,12 @@ import com.hierynomus.smbj.share.File;
  * SESSION_SETUP (signed), TREE_CONNECT, CREATE, and 16 MiB of file data written and read back with
  * smbj's own File API, both through the RDMA channel (ksmbd moves the data by RDMA Read and RDMA
  * Write into the engine's registered buffers) and inline (fragmented SMB Direct messages). The
- * content is checked on ksmbd's share directory.
+ * content is checked on ksmbd's share directory. An SMB2 connection left idle from the first test
+ * to the last, with the engine's own keepalive off, shows what ksmbd does about idleness: Linux 7's
+ * ksmbd sends a keepalive after 120 s and ends the connection unless it is answered in 5 s; Linux
+ * 6.1's sends none.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class KsmbdServerTest {
     private static final int SIZE = 16 << 20;
     /**
@@ -50,7 +57,16 @@ class KsmbdServerTest {
     private static final int INLINE_SIZE = 2 << 20;
     private static final int WAIT_SECONDS = 120;
 
+    /** ksmbd 7's keepalive interval (SMB_DIRECT_KEEPALIVE_SEND_INTERVAL) and then some. */
+    private static final long IDLE_SECONDS = 150;
+
     private static SmbDirect engine;
+    /** An engine that sends no keepalive of its own, and its connection to ksmbd, idle from the start. */
+    private static SmbDirect quiet;
+    private static SmbDirectConnection idle;
+    private static long idleSince;
+    /** What ksmbd sent on the idle connection. */
+    private static final java.util.concurrent.BlockingQueue<byte[]> IDLE_ANSWERS = new java.util.concurrent.LinkedBlockingQueue<>();
 
     @BeforeAll
     static void startKsmbd() throws Exception {
@@ -59,10 +75,26 @@ class KsmbdServerTest {
         // the rdma component of ksmbd's debug output names every RDMA channel request it serves
         Guest.peers("ksmbd-debug", "on", "rdma");
         engine = Guest.engine(SmbDirectConfig.defaults());
+        quiet = Guest.engine(SmbDirectConfig.builder().keepaliveIntervalSeconds(0).build());
+        idle = quiet.connect(new InetSocketAddress(Guest.address(), 0), (conn, message, token) -> {
+            byte[] b = new byte[message.remaining()];
+            message.get(b);
+            IDLE_ANSWERS.add(b);
+        }, Duration.ofSeconds(WAIT_SECONDS));
+        // MS-SMB2 2.2.3: the SMB2 NEGOTIATE an SMB2 client sends first. Its SMB Direct message also
+        // grants ksmbd its first send credits (MS-SMBD 3.1.5.9: the Negotiate Request grants none):
+        // without them ksmbd 7 can send no keepalive, and ends the connection 125 s on
+        idle.send(java.nio.ByteBuffer.wrap(smb2Negotiate(0x0302))).toCompletableFuture().get(WAIT_SECONDS, TimeUnit.SECONDS);
+        byte[] negotiated = IDLE_ANSWERS.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertTrue(negotiated != null && negotiated.length >= 64 && negotiated[12] == 0, "ksmbd answered the NEGOTIATE");
+        idleSince = System.nanoTime();
     }
 
     @AfterAll
     static void stopKsmbd() throws Exception {
+        if (quiet != null) {
+            quiet.close();
+        }
         if (engine != null) {
             engine.close();
         }
@@ -181,6 +213,67 @@ class KsmbdServerTest {
         Guest.record(line.toString());
         Guest.Result dmesg = Guest.peersResult(60, "dmesg-check");
         assertEquals(0, dmesg.exit, "no SMB Direct error in the kernel log:\n" + dmesg.output);
+    }
+
+    /**
+     * MS-SMBD 3.1.6.2 on ksmbd's side: the connection made before the first test, on which nothing
+     * was sent since the SMB2 NEGOTIATE and whose engine sends no keepalive, is still up after 150 s.
+     * Linux 7's ksmbd asked for a keepalive (SMB_DIRECT_RESPONSE_REQUESTED) after 120 s and the
+     * engine answered it in time (3.1.5.1: the answer goes at once, 3.1.5.7); Linux 6.1's ksmbd has
+     * no keepalive and asked for none. A real SMB2 exchange on the connection afterwards proves it
+     * alive at both ends. The wait is ksmbd's timer, which no virtual clock reaches: the rest of
+     * this class runs inside it.
+     */
+    @Test
+    @Order(Integer.MAX_VALUE)
+    void idleConnection_150s_survives_ksmbdKeepaliveAnsweredWhereItSendsOne() throws Exception {
+        long left = IDLE_SECONDS - TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - idleSince);
+        if (left > 0) {
+            Thread.sleep(TimeUnit.SECONDS.toMillis(left));
+        }
+        ConnectionStatistics s = idle.statistics();
+        Guest.record(String.format("%s %s engine -> ksmbd idle %d s: open %b, keepalives from ksmbd %d, sent %d",
+                Guest.kernel(), Guest.transport(), TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - idleSince),
+                idle.isOpen(), s.keepalivesReceived(), s.keepalivesSent()));
+        assertTrue(idle.isOpen(), "the idle connection is up after " + IDLE_SECONDS + " s: " + idle.loss());
+        assertEquals(0, s.keepalivesSent(), "the engine's keepalive is off");
+        if (Guest.linux7()) {
+            assertTrue(s.keepalivesReceived() >= 1, "ksmbd 7 asked for a keepalive after 120 s idle");
+        } else {
+            assertEquals(0, s.keepalivesReceived(), "ksmbd 6.1 has no keepalive");
+        }
+        // MS-SMB2 2.2.28: an SMB2 ECHO, answered by ksmbd on the same connection (2.2.29)
+        idle.send(java.nio.ByteBuffer.wrap(smb2Echo(1))).toCompletableFuture().get(WAIT_SECONDS, TimeUnit.SECONDS);
+        byte[] answer = IDLE_ANSWERS.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertTrue(answer != null && answer.length >= 64, "ksmbd answered the ECHO after the idle time");
+        java.nio.ByteBuffer a = java.nio.ByteBuffer.wrap(answer).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        assertEquals(0x424d53fe, a.getInt(0), "an SMB2 message");
+        assertEquals(0x000D, a.getShort(12), "the ECHO response");
+        assertEquals(0, a.getInt(8), "STATUS_SUCCESS");
+        idle.close();
+    }
+
+    /** An SMB2 ECHO request (MS-SMB2 2.2.28) with the given message id. */
+    private static byte[] smb2Echo(long messageId) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(64 + 4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.putInt(0x424d53fe).putShort((short) 64).putShort((short) 1).putInt(0).putShort((short) 0x000D)
+                .putShort((short) 1).putInt(0).putInt(0).putLong(messageId);
+        b.position(64);
+        b.putShort((short) 4).putShort((short) 0);
+        return b.array();
+    }
+
+    /** An SMB2 NEGOTIATE request (MS-SMB2 2.2.3) offering one dialect, message id 0, no contexts. */
+    private static byte[] smb2Negotiate(int dialect) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(64 + 36 + 2).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.putInt(0x424d53fe).putShort((short) 64).putShort((short) 0).putInt(0).putShort((short) 0).putShort((short) 1);
+        b.position(64);
+        b.putShort((short) 36).putShort((short) 1).putShort((short) 1).putShort((short) 0); // 1 dialect, signing enabled
+        b.putInt(0); // Capabilities
+        b.put(new byte[16]); // ClientGuid
+        b.putLong(0); // ClientStartTime
+        b.putShort((short) dialect);
+        return b.array();
     }
 
     private static int ksmbdPort() throws Exception {

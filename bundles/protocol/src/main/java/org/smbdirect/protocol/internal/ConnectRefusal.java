@@ -32,8 +32,8 @@ final class ConnectRefusal {
         if (port != transport.smbDirectPort() && port == other.smbDirectPort()) {
             return reason + "; port " + port + " is SMB Direct's port for " + (other == TransportType.IWARP
                     ? "iWARP" : "InfiniBand and RoCE") + ", and " + transport.displayName() + " uses "
-                    + transport.smbDirectPort() + " (MS-SMB2 2.1): Linux 7 ksmbd refuses " + transport.displayName()
-                    + " on " + port;
+                    + transport.smbDirectPort() + " (MS-SMB2 2.1): Linux ksmbd takes " + transport.displayName() + " on "
+                    + transport.smbDirectPort() + " only";
         }
         if (reason.startsWith("nobody listens")) {
             return reason;

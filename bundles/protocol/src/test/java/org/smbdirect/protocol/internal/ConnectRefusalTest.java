@@ -9,7 +9,7 @@ import org.smbdirect.rdma.TransportType;
 
 /**
  * MS-SMBD 3.1.4.1 (a failed connection request is returned to the upper layer), with what a refusal
- * can mean: the other transport's port (MS-SMB2 2.1, which Linux 7's ksmbd enforces) or a busy
+ * can mean: the other transport's port (MS-SMB2 2.1, which Linux's ksmbd keeps to) or a busy
  * listener; the provider's words always come first and stay whole.
  */
 class ConnectRefusalTest {
@@ -18,7 +18,7 @@ class ConnectRefusalTest {
         String s = ConnectRefusal.explain(RdmaStatus.CONNECTION_REFUSED, "the peer rejected the connection (reject reason 28)",
                 TransportType.ROCE, 5445);
         assertEquals("the peer rejected the connection (reject reason 28); port 5445 is SMB Direct's port for iWARP, and "
-                + "RoCE uses 445 (MS-SMB2 2.1): Linux 7 ksmbd refuses RoCE on 5445", s);
+                + "RoCE uses 445 (MS-SMB2 2.1): Linux ksmbd takes RoCE on 445 only", s);
     }
 
     @Test
@@ -26,7 +26,7 @@ class ConnectRefusalTest {
         String s = ConnectRefusal.explain(RdmaStatus.CONNECTION_REFUSED, "nobody listens at /10.99.0.1:445",
                 TransportType.IWARP, 445);
         assertEquals("nobody listens at /10.99.0.1:445; port 445 is SMB Direct's port for InfiniBand and RoCE, and iWARP "
-                + "uses 5445 (MS-SMB2 2.1): Linux 7 ksmbd refuses iWARP on 445", s);
+                + "uses 5445 (MS-SMB2 2.1): Linux ksmbd takes iWARP on 5445 only", s);
     }
 
     @Test

@@ -388,7 +388,7 @@ class NegotiationTest {
 
     /**
      * 3.1.4.1: a request to the other transport's port (5445 from RoCE, the sim's transport here) is
-     * returned with the provider's reason and what the port means, as Linux 7's ksmbd refuses it.
+     * returned with the provider's reason and what the port means (Linux's ksmbd takes RoCE on 445 only).
      */
     @Test
     void connect_otherTransportsPort_refused_theLossNamesThePort() throws Exception {
