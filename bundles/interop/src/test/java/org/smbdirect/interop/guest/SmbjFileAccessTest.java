@@ -339,29 +339,35 @@ class SmbjFileAccessTest {
     }
 
     /**
-     * The shell's smbcopy, as a user runs it: a 16 MiB file to the share and back through the RDMA
-     * channel, then 2 MiB inline; the command is called as Gogo calls it.
+     * The shell's smbcopy, as a user runs it: a 64 MiB file to the share and back through the RDMA
+     * channel, signed, with SMB 3.1.1 and with 3.0; 4 MiB unsigned; then refused with
+     * --strict-signatures, and 2 MiB inline; the command is called as Gogo calls it.
      */
     @Test
     @Order(12)
     void smbcopyCommand_toTheShareAndBack() throws Exception {
         Path local = Files.createTempFile("smbcopy", ".bin");
         Path back = Files.createTempFile("smbcopy", ".back");
-        // 16 MiB: four of smbj's READs, each sent in parts; 64 MiB files are the first tests' job
-        byte[] data = new byte[16 * MIB];
+        // 64 MiB, signed, with SMB 3.1.1 (SMB2_CHANNEL_RDMA_V1_INVALIDATE) and 3.0 (SMB2_CHANNEL_RDMA_V1):
+        // sixteen of smbj's READs and WRITEs each, sent in parts
+        byte[] data = new byte[64 * MIB];
         new Random(12).nextBytes(data);
         Files.write(local, data);
         String unc = "smb://" + Guest.address().getHostAddress() + "/share/copied.bin";
-        String out = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--sign", local.toString(), unc,
-                back.toString());
-        assertTrue(out.contains("wrote 16.0 MiB") && out.contains("path: RDMA channel"), out);
-        assertTrue(out.contains("(the server RDMA-read them)") && out.contains("(the server RDMA-wrote them)"), out);
-        assertTrue(out.contains("of smbj's, sent in parts)"), "the read-back path names the READs sent in parts: " + out);
-        assertTrue(out.contains(": match") && out.contains("registrations left on the connection: 0"), out);
-        assertTrue(out.contains("READ responses signed as ksmbd signs them"), "stock ksmbd's signatures named: " + out);
-        assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve("copied.bin")), "the copy on ksmbd's share");
-        assertArrayEquals(data, Files.readAllBytes(back), "the copy that came back");
-        Guest.record(Guest.transport() + " smbcopy:\n" + out.trim());
+        for (String dialect : List.of("3.1.1", "3.0")) {
+            String out = smbcopy("--user", Guest.USER, "--password", Guest.PASSWORD, "--sign", "--dialect", dialect,
+                    local.toString(), unc, back.toString());
+            assertTrue(out.contains("wrote 64.0 MiB") && out.contains("path: RDMA channel"), out);
+            assertTrue(out.contains("SMB_" + dialect.replace('.', '_')), "dialect " + dialect + ": " + out);
+            assertTrue(out.contains("(the server RDMA-read them)") && out.contains("(the server RDMA-wrote them)"), out);
+            assertTrue(out.contains("of smbj's, sent in parts)"), "the read-back path names the READs sent in parts: " + out);
+            assertTrue(out.contains(": match") && out.contains("registrations left on the connection: 0"), out);
+            assertTrue(out.contains("READ responses signed as ksmbd signs them"), "stock ksmbd's signatures named: " + out);
+            assertArrayEquals(data, Files.readAllBytes(Guest.SHARE.resolve("copied.bin")), "the copy on ksmbd's share");
+            assertArrayEquals(data, Files.readAllBytes(back), "the copy that came back");
+            Guest.record(Guest.kernel() + " " + Guest.transport() + " smbcopy --sign --dialect " + dialect + ":\n"
+                    + out.trim());
+        }
         // without --sign ksmbd signs the READ responses all the same (as the session requires): the
         // default configuration reads a file back; strict, the first READ's response ends it
         Files.write(local, java.util.Arrays.copyOf(data, 4 * MIB));
