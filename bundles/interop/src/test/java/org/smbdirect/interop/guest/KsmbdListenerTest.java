@@ -92,7 +92,8 @@ class KsmbdListenerTest {
      * Eleven RDMA connections to ksmbd that never send a Negotiate Request stay pending at ksmbd
      * for its negotiation timeout (5 s in Linux 7); a twelfth request meanwhile is refused by Linux
      * 7's ksmbd (its backlog of 10) and the engine's error says a busy server refuses such requests,
-     * while Linux 6.1's ksmbd accepts it. Once the pending ones are gone the engine connects.
+     * while Linux 6.1's ksmbd accepts it. Once the pending ones are gone the engine connects (to
+     * Linux 7.2's ksmbd only after a restart: see below).
      */
     @Test
     void moreThanTenPending_linux7Refuses_theEngineSaysTheServerIsBusy() throws Exception {
@@ -125,21 +126,35 @@ class KsmbdListenerTest {
             pending.forEach(Endpoint::close);
             providers.forEach(RdmaProvider::close);
         }
-        // ksmbd drops a pending connection when it ends or at its negotiation timeout (5 s): then
-        // the engine's request is taken again
-        String last = null;
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() < deadline) {
-            try (SmbDirectConnection c = engine.connect(new InetSocketAddress(Guest.address(), 0), (conn, m, t) -> { },
-                    Duration.ofSeconds(WAIT_SECONDS))) {
-                last = null;
-                break;
-            } catch (SmbDirectException e) {
-                last = e.getMessage();
-                Thread.sleep(1000);
-            }
+        // Linux 6.1's ksmbd takes the next request at once. Linux 7.2's reaps a pending connection
+        // that failed (its peer left, or its negotiation timed out) only when the listener itself is
+        // released (fs/smb/smbdirect/socket.c), so it may go on refusing after the silent ones have
+        // gone: what it did is recorded, and a restart of ksmbd has to make the engine welcome again.
+        String refusedAfter = connectOnce();
+        long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (refusedAfter != null && System.nanoTime() < waitUntil) {
+            Thread.sleep(1000);
+            refusedAfter = connectOnce();
         }
-        assertEquals(null, last, "a request after the pending ones were gone is taken");
+        Guest.record(Guest.kernel() + " " + Guest.transport() + " ksmbd after the pending connections left: "
+                + (refusedAfter == null ? "takes requests again" : "still refuses 10 s later (" + refusedAfter + ")"));
+        if (!Guest.linux7()) {
+            assertEquals(null, refusedAfter, "ksmbd 6.1 takes a request once the pending ones are gone");
+        } else if (refusedAfter != null) {
+            Guest.peers("ksmbd-stop");
+            Guest.peers("ksmbd-start", Guest.SHARE.toString(), Guest.USER, Guest.PASSWORD);
+            assertEquals(null, connectOnce(), "the engine connects to a restarted ksmbd");
+        }
+    }
+
+    /** One connection attempt of the engine to ksmbd's port: {@code null} when it connected, else why not. */
+    private static String connectOnce() throws Exception {
+        try (SmbDirectConnection c = engine.connect(new InetSocketAddress(Guest.address(), 0), (conn, m, t) -> { },
+                Duration.ofSeconds(WAIT_SECONDS))) {
+            return null;
+        } catch (SmbDirectException e) {
+            return e.getMessage();
+        }
     }
 
     /**
