@@ -65,9 +65,9 @@ import com.hierynomus.smbj.session.Session;
  * <li>signed responses are verified here too (MS-SMB2 3.2.5.1.3, {@link ResponseSignatures}), so
  * that one with a bad signature ends the connection with an exception saying so, where smbj alone
  * would drop it and leave the caller waiting for its timeout; ksmbd's signature of a READ
- * response without data is accepted unless the options are strict; an answer STATUS_USER_SESSION_DELETED, which the
- * server cannot sign, is taken unverified and signed here for smbj, so the caller gets that
- * status at once.</li>
+ * response without data is accepted unless the options are strict; an answer
+ * STATUS_USER_SESSION_DELETED, which the server cannot sign, is taken unverified and signed here
+ * for smbj, so the caller gets that status at once.</li>
  * </ul>
  */
 final class SmbDirectTransportLayer implements TransportLayer<SMBPacket<?, ?>>, ConnectionHandler {
