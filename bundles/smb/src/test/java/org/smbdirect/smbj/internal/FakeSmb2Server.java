@@ -123,9 +123,11 @@ final class FakeSmb2Server implements AutoCloseable {
             } else {
                 int length = in.getInt(68);
                 byte[] data = load(offset, length);
-                if (data.length < in.getInt(96)) {
-                    // MS-SMB2 3.3.5.12: fewer bytes than MinimumCount
-                    c.sendAndWait(errorResponse(command, messageId, STATUS_END_OF_FILE), java.time.Duration.ofSeconds(10));
+                if (data.length < in.getInt(96) || data.length == 0 && length != 0) {
+                    // MS-SMB2 3.3.5.12: fewer bytes than MinimumCount, or none at all (at the end of the file)
+                    ByteBuffer eof = errorResponse(command, messageId, STATUS_END_OF_FILE);
+                    java.util.function.UnaryOperator<ByteBuffer> m1 = mangle;
+                    c.sendAndWait(m1 == null ? eof : m1.apply(eof), java.time.Duration.ofSeconds(10));
                     return;
                 }
                 if (channel == 0) {

@@ -256,6 +256,24 @@ class HostileServerTest {
         assertTrue(connection.isConnected());
     }
 
+    /**
+     * A READ at the end of the file through the RDMA channel: ksmbd answers STATUS_END_OF_FILE, an
+     * error response it signs as it signs every READ response without data. Taken, whole or in
+     * parts (smbj's input stream reads ahead until it meets this answer).
+     */
+    @ParameterizedTest(name = "READ of {0} bytes")
+    @CsvSource({"65536", "4194304"})
+    void readAtEndOfFile_errorSignedAsKsmbdSignsIt_theReadGetsTheStatus(int length) throws Exception {
+        SecretKey key = session(SESSION);
+        server.mangle = signedAsKsmbd(key);
+        Object eof = outcome(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, SPLIT_LENGTH, length),
+                GOOD_WAIT_MILLIS);
+        assertTrue(eof instanceof SMB2Packet, "the READ is answered: " + eof);
+        assertEquals(NtStatus.STATUS_END_OF_FILE.getValue(), ((SMB2Packet) eof).getHeader().getStatusCode());
+        assertEquals(0, smbj.statistics().signatureFailures());
+        assertTrue(connection.isConnected());
+    }
+
     /** With strictSignatures the same READ ends the transport as any bad signature does. */
     @ParameterizedTest(name = "READ of {0} bytes")
     @CsvSource({"65536", "8388608"})
