@@ -127,7 +127,14 @@ final class FakeSmb2Server implements AutoCloseable {
                     // MS-SMB2 3.3.5.12: fewer bytes than MinimumCount, or none at all (at the end of the file)
                     ByteBuffer eof = errorResponse(command, messageId, STATUS_END_OF_FILE);
                     java.util.function.UnaryOperator<ByteBuffer> m1 = mangle;
-                    c.sendAndWait(m1 == null ? eof : m1.apply(eof), java.time.Duration.ofSeconds(10));
+                    eof = m1 == null ? eof : m1.apply(eof);
+                    if (channel == 2) {
+                        // as ksmbd: the registration named with SMB2_CHANNEL_RDMA_V1_INVALIDATE is
+                        // invalidated with the answer, whatever its status
+                        c.sendAndInvalidate(eof, descriptors.get(0).token()).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    } else {
+                        c.sendAndWait(eof, java.time.Duration.ofSeconds(10));
+                    }
                     return;
                 }
                 if (channel == 0) {
