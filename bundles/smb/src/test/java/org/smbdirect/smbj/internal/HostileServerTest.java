@@ -274,6 +274,32 @@ class HostileServerTest {
         assertTrue(connection.isConnected());
     }
 
+    /**
+     * smbj's input stream keeps one READ ahead: the READ of the next 4 MiB leaves before the last
+     * one's response is taken, and the last one ahead meets the end of the file. With ksmbd's
+     * signatures every READ is answered.
+     */
+    @Test
+    void readsAhead_toTheEndOfTheFile_signedAsKsmbdSignsThem_everyReadAnswered() throws Exception {
+        SecretKey key = session(SESSION);
+        server.mangle = signedAsKsmbd(key);
+        int chunk = 4 << 20;
+        java.util.concurrent.Future<SMB2Packet> ahead = connection.send(
+                new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, 0, chunk));
+        for (long offset = 0; offset <= SPLIT_LENGTH; offset += chunk) {
+            SMB2Packet r = ahead.get(GOOD_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+            if (offset < SPLIT_LENGTH) {
+                ahead = connection.send(new SMB2ReadRequest(SMB2Dialect.SMB_3_0_2, FILE, SESSION, 0, offset + chunk, chunk));
+                assertEquals(0, r.getHeader().getStatusCode(), "READ at " + offset);
+                assertArrayEquals(java.util.Arrays.copyOfRange(content, (int) offset, (int) offset + chunk),
+                        ((SMB2ReadResponse) r).getData(), "READ at " + offset);
+            } else {
+                assertEquals(NtStatus.STATUS_END_OF_FILE.getValue(), r.getHeader().getStatusCode(), "READ at the end");
+            }
+        }
+        assertEquals(0, smbj.statistics().signatureFailures());
+    }
+
     /** With strictSignatures the same READ ends the transport as any bad signature does. */
     @ParameterizedTest(name = "READ of {0} bytes")
     @CsvSource({"65536", "8388608"})
