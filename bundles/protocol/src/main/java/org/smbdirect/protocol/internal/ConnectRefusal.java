@@ -29,7 +29,7 @@ final class ConnectRefusal {
             return reason;
         }
         TransportType other = transport == TransportType.IWARP ? TransportType.ROCE : TransportType.IWARP;
-        if (port != transport.smbDirectPort() && port == other.smbDirectPort()) {
+        if (port == other.smbDirectPort()) { // never the transport's own: 445 and 5445 differ
             return reason + "; port " + port + " is SMB Direct's port for " + (other == TransportType.IWARP
                     ? "iWARP" : "InfiniBand and RoCE") + ", and " + transport.displayName() + " uses "
                     + transport.smbDirectPort() + " (MS-SMB2 2.1): Linux ksmbd takes " + transport.displayName() + " on "

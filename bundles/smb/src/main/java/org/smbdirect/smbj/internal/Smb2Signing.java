@@ -39,7 +39,7 @@ final class Smb2Signing {
 
     /** Whether the message's Signature field is the one its bytes and the key give. */
     boolean verify(byte[] message, SecretKey key) throws SecurityException {
-        return matches(message, signature(message, null, key));
+        return matches(message, signature(message, key));
     }
 
     /**
