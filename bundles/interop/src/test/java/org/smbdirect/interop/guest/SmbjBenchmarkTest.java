@@ -359,6 +359,11 @@ class SmbjBenchmarkTest {
                         s1.splitReads() - s0.splitReads(), s1.readsRegisteredAhead() - s0.readsRegisteredAhead());
             }
             assertArrayEquals(data, back, name + " read back");
+            if (over == null) {
+                // smbj over TCP drops ksmbd's signature of the STATUS_END_OF_FILE answer that ends a
+                // stream, and would wait for its timeout (SmbjFileAccessTest asserts it)
+                return new double[] {mibps(write), mibps(read), Double.NaN};
+            }
             // smbj's stream read (File.read(OutputStream)): its input stream keeps one READ ahead
             Sink sink = new Sink(SIZE);
             collected();

@@ -250,6 +250,60 @@ class SmbjFileAccessTest {
         assertEquals(0, direct.statistics().registrationsLive(), "nothing registered after the close");
     }
 
+    /**
+     * smbj's input stream reads one READ ahead until the server answers STATUS_END_OF_FILE, and
+     * ksmbd signs that answer as it signs every READ response without data, over the 4-byte
+     * transport length too (fs/smb/server/smb2pdu.c smb2_set_sign_rsp), on TCP as on RDMA. Over
+     * SMB Direct the transport takes it (counted as tolerated) and the stream ends; smbj over its
+     * own TCP transport drops it as badly signed, and the stream waits for its read timeout. When
+     * this test fails on the TCP side, ksmbd has been fixed: docs/interoperability.md's "server behaviours" and
+     * SmbjBenchmarkTest's streamed read over TCP can change.
+     */
+    @Test
+    @Order(5)
+    void streamedReadToTheEnd_ksmbdsEndOfFileSignature_takenOverSmbDirect_droppedBySmbjOverTcp() throws Exception {
+        byte[] data = new byte[MIB + 1];
+        new Random(5).nextBytes(data);
+        try (SMBClient client = client(SMB2Dialect.SMB_3_1_1);
+                Connection connection = client.connect(Guest.address().getHostAddress());
+                Session session = Guest.login(connection);
+                DiskShare share = (DiskShare) session.connectShare("share");
+                File file = Guest.create(share, "streamed.bin")) {
+            file.write(data, 0);
+            long tolerated = smbj.statistics().toleratedReadSignatures();
+            java.io.ByteArrayOutputStream back = new java.io.ByteArrayOutputStream();
+            file.read(back);
+            assertArrayEquals(data, back.toByteArray(), "streamed back over SMB Direct, to the end of the file");
+            assertTrue(smbj.statistics().toleratedReadSignatures() > tolerated,
+                    "ksmbd's signature of its STATUS_END_OF_FILE answer taken and counted");
+        }
+        int timeoutSeconds = 10;
+        try (SMBClient tcp = new SMBClient(com.hierynomus.smbj.SmbConfig.builder().withDialects(SMB2Dialect.SMB_3_1_1)
+                .withSigningRequired(true).withTimeout(timeoutSeconds, TimeUnit.SECONDS).build());
+                Connection connection = tcp.connect(Guest.address().getHostAddress());
+                Session session = Guest.login(connection);
+                DiskShare share = (DiskShare) session.connectShare("share");
+                File file = share.openFile("streamed.bin", EnumSet.of(AccessMask.GENERIC_READ), null,
+                        SMB2ShareAccess.ALL, SMB2CreateDisposition.FILE_OPEN, null)) {
+            java.io.ByteArrayOutputStream back = new java.io.ByteArrayOutputStream();
+            Exception e = assertThrows(Exception.class, () -> file.read(back),
+                    "smbj over TCP takes ksmbd's STATUS_END_OF_FILE answer: ksmbd signs it by the rule now");
+            assertTrue(hasCause(e, TimeoutException.class), () -> "the stream waited for its timeout: " + e);
+            assertEquals(data.length, back.size(), "everything before the end arrived over TCP");
+            Guest.record(Guest.transport() + " smbj over TCP: ksmbd's signature of STATUS_END_OF_FILE dropped by smbj, its "
+                    + "stream waited " + timeoutSeconds + " s; over SMB Direct taken");
+        }
+    }
+
+    private static boolean hasCause(Throwable t, Class<? extends Throwable> type) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
 
     @Test
     @Order(10)
