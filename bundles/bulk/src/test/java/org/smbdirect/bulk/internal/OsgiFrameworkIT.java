@@ -60,7 +60,7 @@ class OsgiFrameworkIT {
     @BeforeEach
     void launch(TestInfo test) throws Exception {
         Map<String, String> config = new HashMap<>();
-        config.put(Constants.FRAMEWORK_STORAGE, System.getProperty("it.felix.cache") + File.separator
+        config.put(Constants.FRAMEWORK_STORAGE, System.getProperty("it.felix.cache", "target/felix-cache") + File.separator
                 + test.getTestMethod().orElseThrow().getName());
         config.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
         config.put(Constants.FRAMEWORK_SYSTEMPACKAGES_EXTRA, "org.smbdirect.rdma;version=\"1.2.0\","

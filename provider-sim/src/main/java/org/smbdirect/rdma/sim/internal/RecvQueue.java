@@ -41,6 +41,14 @@ final class RecvQueue {
         return (int) counter & mask;
     }
 
+    /**
+     * Whether every region the slot's scatter list names is still valid: none was deregistered or
+     * invalidated after posting.
+     */
+    boolean regionsValid(int s) {
+        return SimRegion.allValid(sgeRegion, s * maxSge, sgeCount[s]);
+    }
+
     void clear(int s) {
         context[s] = null;
         int base = s * maxSge;

@@ -96,6 +96,14 @@ final class SendQueue {
         return (int) counter & mask;
     }
 
+    /**
+     * Whether every region the slot's gather list names is still valid: none was deregistered or
+     * invalidated after posting.
+     */
+    boolean regionsValid(int s) {
+        return SimRegion.allValid(sgeRegion, s * maxSge, sgeCount[s]);
+    }
+
     /** Forgets a completed slot's references so that the collector can reclaim the consumer's objects. */
     void clear(int s) {
         context[s] = null;

@@ -75,6 +75,23 @@ final class SimRegion implements MemoryRegion {
         return state == VALID && !endpoint.isClosed();
     }
 
+    /** Whether the {@code count} regions of a scatter/gather list from {@code base} are all still valid. */
+    static boolean allValid(SimRegion[] list, int base, int count) {
+        for (int i = 0; i < count; i++) {
+            if (list[base + i].state != VALID) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Releases a read's pin; called with the endpoint's region lock held. */
+    void unpin() {
+        if (--pins == 0) {
+            endpoint.regionLock.notifyAll();
+        }
+    }
+
     boolean canWriteLocally() {
         return (access & Access.LOCAL_WRITE) != 0;
     }

@@ -189,7 +189,7 @@ class SimSemanticsTest extends ProviderTck {
     /**
      * Bulk data is notified per step of the fabric, not per request: eight 1 MiB RDMA Writes handed
      * over at once (DEFER until the last) complete four to a step (a step moves up to 4 MiB, {@link
-     * SimConnection#BYTE_BUDGET}), so the first notification finds four completions or more, as a
+     * ByteBudget#PER_STEP}), so the first notification finds four completions or more, as a
      * NIC moderates its completion interrupts under a bulk load.
      */
     @Test
