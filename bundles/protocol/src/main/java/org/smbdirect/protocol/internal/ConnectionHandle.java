@@ -31,7 +31,7 @@ import org.smbdirect.transport.SmbDirectException;
  * releases its endpoint, buffers and queues at once even while the upper layer keeps the handle.
  */
 final class ConnectionHandle implements SmbDirectConnection {
-    private static final System.Logger LOG = System.getLogger(Connection.class.getName());
+    private static final System.Logger LOG = ConnectionLog.LOG;
 
     private final int id;
     private final boolean initiator;

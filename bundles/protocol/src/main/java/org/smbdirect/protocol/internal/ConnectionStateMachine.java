@@ -161,6 +161,19 @@ final class ConnectionStateMachine {
         return providerStopped != null;
     }
 
+    /** Whether an ending deserves a warning: a broken rule, a timer, or an error, not an orderly end. */
+    static boolean isFailure(TerminationReason r) {
+        switch (r) {
+            case LOCAL_CLOSE:
+            case PEER_DISCONNECTED:
+            case PROVIDER_STOPPED:
+            case TRANSPORT_SHUTDOWN:
+                return false;
+            default:
+                return true;
+        }
+    }
+
     /**
      * The loss to report for an end: once the provider is going away, whatever its closing makes
      * fail first (a post on a closed endpoint, the disconnect event) is reported as the provider

@@ -12,6 +12,7 @@ import org.smbdirect.rdma.CompletionResult;
 import org.smbdirect.rdma.Endpoint;
 import org.smbdirect.rdma.EndpointState;
 import org.smbdirect.rdma.RdmaException;
+import org.smbdirect.rdma.RdmaProvider;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.transport.BufferDescriptorV1;
 import org.smbdirect.transport.ConnectionLoss;
@@ -34,6 +35,9 @@ final class RdmaOperations {
     /** RDMA Read and Write work requests in flight at once per connection. */
     static final int DEPTH = 32;
 
+    private final RdmaProvider provider;
+    /** Whether the provider can RDMA Read. */
+    private final boolean rdmaRead;
     private final ConnectionStateMachine lifecycle;
     private final LocalRegistrations locals;
     private final ConnectionCounters counters;
@@ -50,13 +54,16 @@ final class RdmaOperations {
     private int ordLimit = 1;
 
     /**
+     * @param provider the connection's provider
      * @param lifecycle the connection's state
      * @param locals the pool of local registrations
      * @param counters the connection's counters
      * @param signal has the connection post new work (any thread)
      */
-    RdmaOperations(ConnectionStateMachine lifecycle, LocalRegistrations locals, ConnectionCounters counters,
-            Runnable signal) {
+    RdmaOperations(RdmaProvider provider, ConnectionStateMachine lifecycle, LocalRegistrations locals,
+            ConnectionCounters counters, Runnable signal) {
+        this.provider = provider;
+        this.rdmaRead = provider.capabilities().rdmaRead();
         this.lifecycle = lifecycle;
         this.locals = locals;
         this.counters = counters;
@@ -87,10 +94,14 @@ final class RdmaOperations {
      * @param offset into the buffer they describe
      * @param maxReadWriteSize Connection.MaxReadWriteSize, or -1 before negotiation
      * @param ep the connection's endpoint, or {@code null} when there is none (any more)
-     * @return completes when every work request has
+     * @return completes when every work request has; fails at once when the provider cannot RDMA Read
      */
     CompletionStage<Void> start(boolean read, ByteBuffer local, List<BufferDescriptorV1> remote, long offset,
             int maxReadWriteSize, Endpoint ep) {
+        if (read && !rdmaRead) {
+            return CompletableFuture.failedFuture(new SmbDirectException(
+                    "the RDMA provider " + provider.type() + "/" + provider.name() + " cannot RDMA Read"));
+        }
         if (!local.isDirect()) {
             throw new IllegalArgumentException("RDMA needs a direct local buffer");
         }

@@ -32,7 +32,7 @@ import org.smbdirect.transport.TerminationReason;
  * buffer back through the connection's executor.
  */
 final class Receiver {
-    private static final System.Logger LOG = System.getLogger(Connection.class.getName());
+    private static final System.Logger LOG = ConnectionLog.LOG;
     private static final System.Logger.Level TRACE = System.Logger.Level.TRACE;
 
     /** Receive buffers a connection starts with. */

@@ -28,7 +28,7 @@ import org.smbdirect.transport.TerminationReason;
  * #drainInbox}), in the order it was accepted.
  */
 final class Sender {
-    private static final System.Logger LOG = System.getLogger(Connection.class.getName());
+    private static final System.Logger LOG = ConnectionLog.LOG;
     private static final System.Logger.Level TRACE = System.Logger.Level.TRACE;
 
     private final Object owner;

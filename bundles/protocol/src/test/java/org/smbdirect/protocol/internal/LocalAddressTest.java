@@ -16,25 +16,25 @@ class LocalAddressTest {
 
     @Test
     void ipv4Peer_firstIpv4Address() {
-        assertEquals(ip("10.99.0.1"), Connection.localAddressFor(ip("10.99.1.7"), OWN));
+        assertEquals(ip("10.99.0.1"), Establishment.localAddressFor(ip("10.99.1.7"), OWN));
     }
 
     @Test
     void ipv6Peer_firstIpv6Address() {
-        assertEquals(ip("fd99::1"), Connection.localAddressFor(ip("fd99::7"), OWN));
+        assertEquals(ip("fd99::1"), Establishment.localAddressFor(ip("fd99::7"), OWN));
     }
 
     @Test
     void linkLocalPeerWithScope_addressOnThatLink() {
-        InetAddress chosen = Connection.localAddressFor(scoped("fe80::9", 3), OWN);
+        InetAddress chosen = Establishment.localAddressFor(scoped("fe80::9", 3), OWN);
         assertEquals(ip("fe80::2"), chosen);
         assertEquals(3, ((Inet6Address) chosen).getScopeId());
     }
 
     @Test
     void noAddressOfThePeersFamily_none() {
-        assertNull(Connection.localAddressFor(ip("fd99::7"), List.of(ip("10.99.0.1"))));
-        assertNull(Connection.localAddressFor(ip("10.99.0.7"), List.of(ip("fd99::1"))));
+        assertNull(Establishment.localAddressFor(ip("fd99::7"), List.of(ip("10.99.0.1"))));
+        assertNull(Establishment.localAddressFor(ip("10.99.0.7"), List.of(ip("fd99::1"))));
     }
 
     private static InetAddress ip(String literal) {
