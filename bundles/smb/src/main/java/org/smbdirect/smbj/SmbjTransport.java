@@ -1,9 +1,11 @@
 package org.smbdirect.smbj;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.util.Optional;
 
 import org.osgi.annotation.versioning.ProviderType;
-import org.smbdirect.smbj.internal.SmbjTransportImpl;
 import org.smbdirect.transport.SmbDirect;
 import org.smbdirect.transport.SmbDirectConnection;
 
@@ -38,7 +40,29 @@ public interface SmbjTransport extends TransportLayerFactory<SMBPacketData<?>, S
      * @return the smbj transport
      */
     static SmbjTransport create(SmbDirect transport, SmbjOptions options) {
-        return new SmbjTransportImpl(transport, options);
+        try {
+            return (SmbjTransport) implementation().invoke(transport, options);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException(e); // the constructor declares no checked exception
+        }
+    }
+
+    // The implementation's constructor, found by name in this bundle (module), so that the API does
+    // not import its implementation, which imports the API. Looked up from here, it needs neither an
+    // OSGi service loader mediator nor a "uses" in the module descriptor: the class is this module's
+    // own, on a class path as in OSGi (the bundle's class loader) and on a module path.
+    private static MethodHandle implementation() {
+        String name = "org.smbdirect.smbj.internal.SmbjTransportImpl";
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            return lookup.findConstructor(lookup.findClass(name),
+                    MethodType.methodType(void.class, SmbDirect.class, SmbjOptions.class));
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("this bundle (module) lacks " + name + ", the implementation of "
+                    + "SmbjTransport.create", e);
+        }
     }
 
     /**

@@ -18,10 +18,10 @@ import com.hierynomus.smb.SMBPacket;
  * (SMB 3.1.1 preauthentication integrity) stay the server's.
  */
 final class RdmaMessageConverter extends SMB2MessageConverter {
-    private final SmbDirectTransportLayer layer;
+    private final RdmaChannel channel;
 
-    RdmaMessageConverter(SmbDirectTransportLayer layer) {
-        this.layer = layer;
+    RdmaMessageConverter(RdmaChannel channel) {
+        this.channel = channel;
     }
 
     @Override
@@ -29,10 +29,10 @@ final class RdmaMessageConverter extends SMB2MessageConverter {
         SMB2MessageCommandCode command = packetData.getHeader().getMessage();
         boolean success = packetData.getHeader().getStatusCode() == 0;
         if (command == SMB2MessageCommandCode.SMB2_NEGOTIATE && success) {
-            return new LimitedNegotiateResponse(packetData, layer.limits());
+            return new LimitedNegotiateResponse(packetData, channel.limits());
         }
         if (command == SMB2MessageCommandCode.SMB2_READ && success) {
-            byte[] data = layer.takeRdmaReadData(packetData.getHeader().getMessageId());
+            byte[] data = channel.takeRdmaReadData(packetData.getHeader().getMessageId());
             if (data != null) {
                 return new RdmaReadResponse(packetData, data);
             }

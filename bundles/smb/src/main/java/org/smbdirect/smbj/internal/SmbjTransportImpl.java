@@ -39,7 +39,7 @@ public final class SmbjTransportImpl implements SmbjTransport {
     @Override
     public TransportLayer<SMBPacket<?, ?>> createTransportLayer(
             PacketHandlers<SMBPacketData<?>, SMBPacket<?, ?>> handlers, SmbConfig config) {
-        return new SmbDirectTransportLayer(this, handlers, config);
+        return new SmbDirectTransportLayer(transport, options, statistics, layers, handlers, config);
     }
 
     /**
@@ -96,21 +96,9 @@ public final class SmbjTransportImpl implements SmbjTransport {
         }
     }
 
-    Statistics counters() {
-        return statistics;
-    }
-
     /** The transport layers open now (tests). */
     Set<SmbDirectTransportLayer> layers() {
         return layers;
-    }
-
-    void opened(SmbDirectTransportLayer layer) {
-        layers.add(layer);
-    }
-
-    void closed(SmbDirectTransportLayer layer) {
-        layers.remove(layer);
     }
 
     @Override

@@ -346,7 +346,7 @@ class HostileServerTest {
         server.mangle = signed(key, true);
         SmbDirectConnection c = smbj.connectionOf(connection).orElseThrow();
         for (SmbDirectTransportLayer layer : ((SmbjTransportImpl) smbj).layers()) {
-            layer.afterPartSent = () -> {
+            layer.rdmaChannel().afterPartSent = () -> {
                 try {
                     SmbjOverSim.waitUntil(() -> smbj.statistics().signatureFailures() == 1 && c.loss().isPresent(),
                             "the first part's bad response, and the connection's end");
