@@ -34,12 +34,13 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The features in a real Karaf 4.4 (the distribution karaf:verify uses), driven as a user drives it:
- * the README's Karaf commands, one at a time through {@code bin/client} (SSH on a free port of
- * 127.0.0.1). Karaf runs from {@code target/karaf/} and is always shut down at the end.
+ * the Karaf commands of {@code docs/embedding.md}, one at a time through {@code bin/client} (SSH on
+ * a free port of 127.0.0.1). Karaf runs from {@code target/karaf/} and is always shut down at the end.
  *
  * <p>Karaf's Maven resolver is pointed at {@code target/karaf-repo} (this build's bundles and
  * features, copied there by Maven, since {@code mvn verify} installs nothing) and at the build's local
- * repository (where karaf:verify left Karaf's own {@code scr} bundles); the commands are the README's.
+ * repository (where karaf:verify left Karaf's own {@code scr} bundles); the commands are those of
+ * {@code docs/embedding.md}, which {@link #readmeShowsExactlyTheseCommands} keeps equal to these.
  */
 class KarafLiveIT {
     private static final Path HOME = Paths.get(System.getProperty("karaf.work", "target/karaf"));
@@ -48,7 +49,7 @@ class KarafLiveIT {
     private static final String[] BUNDLES = {"org.smbdirect.rdma.api", "org.smbdirect.rdma.sim",
         "org.smbdirect.protocol", "org.smbdirect.bulk", "org.smbdirect.shell", "org.smbdirect.smbj"};
 
-    /** The README's Karaf session, in order; {@link #readmeShowsExactlyTheseCommands} keeps them equal. */
+    /** The Karaf session of docs/embedding.md, in order; {@link #readmeShowsExactlyTheseCommands} keeps them equal. */
     static final String REPO_ADD = "feature:repo-add mvn:org.smbdirect/features/" + VERSION + "/xml/features";
     static final String INSTALL = "feature:install smbdirect";
     static final String BUNDLE_LIST = "bundle:list -s";
@@ -112,14 +113,18 @@ class KarafLiveIT {
         }
     }
 
+    /**
+     * The {@code karaf@root()> } lines of the document the build names in system property
+     * {@code readme} ({@code docs/embedding.md}, section "Karaf") are the commands this class runs.
+     */
     @Test
     void readmeShowsExactlyTheseCommands() throws IOException {
-        Path readme = Paths.get(System.getProperty("readme", "../README.md"));
+        Path readme = Paths.get(System.getProperty("readme", "../docs/embedding.md"));
         List<String> shown = Files.readAllLines(readme).stream().filter(l -> l.startsWith("karaf@root()> "))
                 .map(l -> l.substring("karaf@root()> ".length()).replaceAll("\\s+#.*$", "").trim()
                         .replace("1.0.0-SNAPSHOT", VERSION))
                 .collect(Collectors.toList());
-        assertEquals(SESSION, shown, "the README's Karaf session must be the commands this test runs, in order");
+        assertEquals(SESSION, shown, "the Karaf session of " + readme + " must be the commands this test runs, in order");
     }
 
     @Test

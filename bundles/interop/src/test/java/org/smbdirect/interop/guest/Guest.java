@@ -220,7 +220,7 @@ final class Guest {
         }
     }
 
-    /** Appends lines to {@code negotiated.txt}, which the host prints and the README quotes. */
+    /** Appends lines to {@code negotiated.txt}, which the host prints and docs/interoperability.md quotes. */
     static void record(String line) {
         System.out.println(line);
         String out = System.getProperty("interop.out");

@@ -21,7 +21,7 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
  * encoder writes as zero).
  *
  * <p>In the normal build this runs on the committed seeds ({@code WireDecoderFuzzTestInputs}); with
- * {@code JAZZER_FUZZ=1} it fuzzes (see the README for the CI-sized and the long run).
+ * {@code JAZZER_FUZZ=1} it fuzzes (see docs/testing.md for the CI-sized and the long run).
  */
 class WireDecoderFuzzTest {
 
