@@ -139,8 +139,8 @@ final class EndpointRegistrations {
         byToken.put(token, region);
         if (window) {
             try {
-                if (endpoint.bindsNow(region)) {
-                    endpoint.bind(region, deferBind);
+                if (endpoint.connection.bindsNow(region)) {
+                    endpoint.sends.bind(region, deferBind);
                 }
             } catch (RdmaException e) {
                 discard(region);
@@ -278,13 +278,13 @@ final class EndpointRegistrations {
             return false;
         }
         if (r.bindInFlight()) {
-            endpoint.postDeferred(); // a bind still waiting for the next request goes to the device now
+            endpoint.sends.postDeferred(); // a bind still waiting for the next request goes to the device now
             endpoint.sendCq.reap();
             long seq = r.unsignaledBindInFlight();
             if (seq >= 0 && !wasValid) {
                 r.bindCompleted(); // the token was invalidated, so it had been bound
             } else if (seq >= 0) {
-                endpoint.invalidateBehindUnsignaledBind(r, seq);
+                endpoint.sends.invalidateBehindUnsignaledBind(r, seq);
             }
         }
         // listed first: a completion that ends the bind right after deferRelease finds it
@@ -360,7 +360,7 @@ final class EndpointRegistrations {
             leftoverWindows.add(r.mw);
             VerbsProvider.LOG.log(Level.WARNING, e.getMessage() + "; ending the connection, which alone can "
                     + "revoke the window");
-            provider.cmLoop.execute(() -> endpoint.attemptFailed(RdmaStatus.DEVICE_ERROR,
+            provider.cmLoop.execute(() -> endpoint.connection.attemptFailed(RdmaStatus.DEVICE_ERROR,
                     "a memory window could not be deallocated: " + e.getMessage()));
         } finally {
             endpoint.nativeLock.readLock().unlock();
@@ -397,10 +397,10 @@ final class EndpointRegistrations {
                 continue;
             }
             try {
-                endpoint.bind(r, false);
+                endpoint.sends.bind(r, false);
             } catch (RdmaException e) {
                 r.invalidated();
-                endpoint.requestFailed(e.status(), "binding a memory window failed: " + e.getMessage());
+                endpoint.connection.requestFailed(e.status(), "binding a memory window failed: " + e.getMessage());
             }
         }
     }

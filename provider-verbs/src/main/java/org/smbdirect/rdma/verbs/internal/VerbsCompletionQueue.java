@@ -12,6 +12,7 @@ import org.smbdirect.rdma.ArmType;
 import org.smbdirect.rdma.CompletionNotificationHandler;
 import org.smbdirect.rdma.CompletionQueue;
 import org.smbdirect.rdma.CompletionResult;
+import org.smbdirect.rdma.Endpoint;
 import org.smbdirect.rdma.OperationType;
 import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
@@ -47,7 +48,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
     /** One queued completion. */
     static final class Entry {
         Object context;
-        VerbsEndpoint endpoint;
+        Endpoint endpoint;
         OperationType type;
         RdmaStatus status;
         int bytes;
@@ -449,7 +450,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
                     if (ep == null) {
                         continue; // its endpoint was released; nobody can receive this any more
                     }
-                    ep.complete(wrId, records.getInt(base + VerbsNative.WC_STATUS),
+                    ep.completions.complete(wrId, records.getInt(base + VerbsNative.WC_STATUS),
                             records.getInt(base + VerbsNative.WC_BYTE_LEN), records.getInt(base + VerbsNative.WC_FLAGS),
                             records.getInt(base + VerbsNative.WC_INVALIDATED), records.getInt(base + VerbsNative.WC_VENDOR_ERR),
                             scratch, this);
@@ -463,10 +464,10 @@ final class VerbsCompletionQueue implements CompletionQueue {
     }
 
     /** Reports the endpoint's synthetic requests that are next in line; from a posting thread. */
-    void completeSynthetic(VerbsEndpoint endpoint) {
+    void completeSynthetic(EndpointCompletions completions) {
         lock.lock();
         try {
-            endpoint.drainSynthetic(this);
+            completions.drainSynthetic(this);
             evaluate(false);
         } finally {
             lock.unlock();
@@ -481,7 +482,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
                 VerbsProvider.LOG.log(Level.WARNING, "completion queue of depth " + depth + " on " + provider.name()
                         + " overflowed; ending its " + users.size() + " endpoint(s)");
                 for (VerbsEndpoint user : users) {
-                    user.requestFailed(RdmaStatus.COMPLETION_QUEUE_OVERFLOW,
+                    user.connection.requestFailed(RdmaStatus.COMPLETION_QUEUE_OVERFLOW,
                             "more completions were due than the completion queue's depth " + depth);
                 }
             }
@@ -505,7 +506,8 @@ final class VerbsCompletionQueue implements CompletionQueue {
             lock.unlock();
         }
         for (VerbsEndpoint user : users) {
-            user.requestFailed(RdmaStatus.COMPLETION_QUEUE_OVERFLOW, "the device reported a completion queue overflow");
+            user.connection.requestFailed(RdmaStatus.COMPLETION_QUEUE_OVERFLOW,
+                    "the device reported a completion queue overflow");
         }
     }
 

@@ -88,7 +88,7 @@ final class VerbsConnectionRequest implements ConnectionRequest {
 
     @Override
     public void accept(Endpoint ep, byte[] data, int ird, int ord) throws RdmaException {
-        VerbsEndpoint.checkConnectionParameters(provider, data, ird, ord);
+        EndpointConnection.checkConnectionParameters(provider, data, ird, ord);
         VerbsEndpoint accepted;
         synchronized (lock) {
             if (state == EXPIRED) {
@@ -108,7 +108,7 @@ final class VerbsConnectionRequest implements ConnectionRequest {
         }
         listener.answered(this);
         // MS-SMBD 6.2: the queue pair gets the IRD and ORD before the peer hears of the acceptance.
-        accepted.accepted(data, ird, ord);
+        accepted.connection.accepted(data, ird, ord);
     }
 
     @Override
@@ -166,7 +166,7 @@ final class VerbsConnectionRequest implements ConnectionRequest {
         }
         listener.answered(this);
         if (ep != null) {
-            ep.requestAbandoned();
+            ep.connection.requestAbandoned();
         }
         if (sendReject) {
             try {

@@ -32,7 +32,7 @@ final class VerbsMemoryRegion implements MemoryRegion {
     private volatile boolean windowReleased;
     /** A bind of the window is posted and has not completed. Guarded by this. */
     private boolean bindInFlight;
-    /** The bind in flight reports no completion of its own (see VerbsEndpoint). Guarded by this. */
+    /** The bind in flight reports no completion of its own (it was posted unsignaled). Guarded by this. */
     private boolean bindUnsignaled;
     /** The send-queue sequence number of the last bind posted. Guarded by this. */
     private long bindSeq;

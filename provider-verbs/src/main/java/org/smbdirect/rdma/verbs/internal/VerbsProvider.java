@@ -365,7 +365,7 @@ public final class VerbsProvider implements RdmaProvider {
         byQp.put(ep.qp, ep);
         cmObjects.put(ep.serial, ep);
         if (closed) {
-            ep.shutdown();
+            ep.connection.shutdown();
             ep.releaseNative();
             throw new RdmaException(RdmaStatus.INVALID_STATE, "the provider " + name + " is closed");
         }
@@ -381,7 +381,7 @@ public final class VerbsProvider implements RdmaProvider {
     long postSendCalls() {
         long n = 0;
         for (VerbsEndpoint e : endpoints.values()) {
-            n += e.postSendCalls();
+            n += e.sends.postSendCalls();
         }
         return n;
     }
@@ -514,11 +514,11 @@ public final class VerbsProvider implements RdmaProvider {
         Object target = cmObjects.get(ev.getLong(VerbsNative.EV_ID_CONTEXT));
         if (target instanceof VerbsEndpoint) {
             VerbsEndpoint ep = (VerbsEndpoint) target;
-            VerbsConnectionRequest unanswered = ep.unansweredRequest();
+            VerbsConnectionRequest unanswered = ep.connection.unansweredRequest();
             if (unanswered != null) {
                 target = unanswered;
             } else {
-                onEndpointEvent(ep, type, status, ev);
+                onEndpointEvent(ep.connection, type, status, ev);
                 return;
             }
         }
@@ -532,32 +532,32 @@ public final class VerbsProvider implements RdmaProvider {
         }
     }
 
-    private void onEndpointEvent(VerbsEndpoint ep, int type, int status, ByteBuffer ev) {
+    private void onEndpointEvent(EndpointConnection connection, int type, int status, ByteBuffer ev) {
         switch (type) {
             case CM_ADDR_RESOLVED:
-                ep.onAddressResolved();
+                connection.onAddressResolved();
                 break;
             case CM_ROUTE_RESOLVED:
-                ep.onRouteResolved();
+                connection.onRouteResolved();
                 break;
             case CM_ADDR_ERROR:
             case CM_ROUTE_ERROR:
             case CM_UNREACHABLE:
             case CM_CONNECT_ERROR:
-                ep.onAttemptError(type, status);
+                connection.onAttemptError(type, status);
                 break;
             case CM_REJECTED:
-                ep.onRejected(status, privateData(ev));
+                connection.onRejected(status, privateData(ev));
                 break;
             case CM_ESTABLISHED:
-                ep.onEstablished(ev.getInt(VerbsNative.EV_RESPONDER_RESOURCES), ev.getInt(VerbsNative.EV_INITIATOR_DEPTH),
-                        privateData(ev));
+                connection.onEstablished(ev.getInt(VerbsNative.EV_RESPONDER_RESOURCES),
+                        ev.getInt(VerbsNative.EV_INITIATOR_DEPTH), privateData(ev));
                 break;
             case CM_DISCONNECTED:
-                ep.onDisconnected();
+                connection.onDisconnected();
                 break;
             case CM_DEVICE_REMOVAL:
-                ep.onDeviceRemoval();
+                connection.onDeviceRemoval();
                 break;
             default:
                 break; // CONNECT_RESPONSE does not occur with a queue pair; TIMEWAIT_EXIT, ADDR_CHANGE: nothing to do
@@ -584,7 +584,7 @@ public final class VerbsProvider implements RdmaProvider {
             case EV_QP_ACCESS_ERR:
                 VerbsEndpoint ep = byQp.get(object);
                 if (ep != null) {
-                    ep.requestFailed(type == EV_QP_ACCESS_ERR ? RdmaStatus.LOCAL_PROTECTION_ERROR
+                    ep.connection.requestFailed(type == EV_QP_ACCESS_ERR ? RdmaStatus.LOCAL_PROTECTION_ERROR
                             : type == EV_QP_REQ_ERR ? RdmaStatus.LOCAL_OPERATION_ERROR : RdmaStatus.DEVICE_ERROR,
                             "the device reported a queue pair error (ibv_event_type " + type + ")");
                 }
@@ -592,7 +592,7 @@ public final class VerbsProvider implements RdmaProvider {
             case EV_DEVICE_FATAL:
                 LOG.log(Level.ERROR, "RDMA device " + name + " reported a fatal error");
                 for (VerbsEndpoint e : endpoints.values()) {
-                    e.requestFailed(RdmaStatus.DEVICE_ERROR, "the RDMA device " + name + " failed");
+                    e.connection.requestFailed(RdmaStatus.DEVICE_ERROR, "the RDMA device " + name + " failed");
                 }
                 break;
             case EV_PORT_ERR:
@@ -619,17 +619,17 @@ public final class VerbsProvider implements RdmaProvider {
         }
         List<VerbsEndpoint> all = new ArrayList<>(endpoints.values());
         for (VerbsEndpoint ep : all) {
-            ep.shutdown();
+            ep.connection.shutdown();
         }
         // Let rdma_cm finish the disconnections (DREQ/DREP): destroying identifiers in the middle of
         // them makes the kernel wait out its retries.
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout);
         while (!cmLoop.inLoop() && System.nanoTime() - deadline < 0
-                && !all.stream().allMatch(VerbsEndpoint::isTerminated)) {
+                && !all.stream().allMatch(ep -> ep.connection.isTerminated())) {
             sleep(5);
         }
         // Every endpoint that began connecting hears onDisconnected, on the connection thread.
-        cmLoop.executeAndWait(() -> all.forEach(VerbsEndpoint::deliverTerminal), timeout + 1000);
+        cmLoop.executeAndWait(() -> all.forEach(ep -> ep.connection.deliverTerminal()), timeout + 1000);
         while (System.nanoTime() - deadline < 0 && !all.stream().allMatch(VerbsEndpoint::isDrained)) {
             for (VerbsCompletionQueue cq : queues) {
                 cq.reap();

@@ -16,7 +16,7 @@ public final class EndpointProbe {
      * @return the count since the endpoint was created
      */
     public static long postSendCalls(Endpoint endpoint) {
-        return ((VerbsEndpoint) endpoint).postSendCalls();
+        return ((VerbsEndpoint) endpoint).sends.postSendCalls();
     }
 
     /**
