@@ -441,10 +441,15 @@ final class Sender {
             encoder.accept(slot.buffer.duplicate().order(slot.buffer.order()).position(slot.base));
             slot.message = SendBuffers.Slot.NO_MESSAGE;
             slot.sgl[0].set(slot.region, slot.base, size);
+            int flags = size <= inlineThreshold ? RequestFlags.INLINE : 0;
             try {
-                ep.postSend(slot, slot.sgl, 1, size <= inlineThreshold ? RequestFlags.INLINE : 0);
+                ep.postSend(slot, slot.sgl, 1, flags);
             } catch (RdmaException e) {
-                if (e.status() == RdmaStatus.NOT_CONNECTED && ep.state() == EndpointState.CONNECTING) {
+                if (e.status() != RdmaStatus.NOT_CONNECTED) {
+                    throw e;
+                }
+                EndpointState now = ep.state();
+                if (now == EndpointState.CONNECTING) {
                     // The peer's message overtook our own established event: post once it arrives.
                     deferredUntilEstablished = () -> {
                         try {
@@ -455,7 +460,12 @@ final class Sender {
                     };
                     return true;
                 }
-                throw e;
+                if (now != EndpointState.CONNECTED) {
+                    throw e;
+                }
+                // established between the refused post and the look at the state (the provider's
+                // thread): the endpoint takes it now
+                ep.postSend(slot, slot.sgl, 1, flags);
             }
             return true;
         } catch (RdmaException e) {

@@ -29,6 +29,11 @@ final class FakeEndpoint implements Endpoint {
     int registrations;
     int receiveDepth = Integer.MAX_VALUE;
     EndpointState state = EndpointState.CONNECTED;
+    /**
+     * When set, the next send is refused as a provider refuses it while the endpoint connects
+     * (NOT_CONNECTED), and the endpoint is in this state by the time anyone looks.
+     */
+    EndpointState refuseNextSendThen;
 
     @Override
     public RdmaProvider provider() {
@@ -155,7 +160,12 @@ final class FakeEndpoint implements Endpoint {
     }
 
     @Override
-    public void postSend(Object context, Sge[] sgl, int count, int flags) {
+    public void postSend(Object context, Sge[] sgl, int count, int flags) throws RdmaException {
+        if (refuseNextSendThen != null) {
+            state = refuseNextSendThen;
+            refuseNextSendThen = null;
+            throw new RdmaException(RdmaStatus.NOT_CONNECTED, "the endpoint is CONNECTING");
+        }
         ByteBuffer b = sgl[0].region().buffer();
         byte[] copy = new byte[sgl[0].length()];
         b.get(sgl[0].offset(), copy);
@@ -165,7 +175,7 @@ final class FakeEndpoint implements Endpoint {
     }
 
     @Override
-    public void postSendAndInvalidate(Object context, Sge[] sgl, int count, int flags, int remoteToken) {
+    public void postSendAndInvalidate(Object context, Sge[] sgl, int count, int flags, int remoteToken) throws RdmaException {
         postSend(context, sgl, count, flags);
     }
 

@@ -1,15 +1,19 @@
 package org.smbdirect.protocol.internal;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.util.List;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.smbdirect.protocol.wire.internal.DataTransferHeader;
+import org.smbdirect.rdma.EndpointState;
 import org.smbdirect.rdma.RdmaException;
 import org.smbdirect.rdma.RdmaStatus;
 import org.smbdirect.transport.ConnectionHandler;
@@ -159,5 +163,45 @@ class SenderTest {
     private static void runRules(RuleFixture f) {
         f.sender.drainInbox();
         f.sender.sendUpperLayerMessages(f.ep, f.receiver, f.timers);
+    }
+
+    /**
+     * MS-SMBD 3.1.5.2 / 3.1.5.3: the negotiation message is refused by the provider because its
+     * endpoint is still connecting (the peer's message overtook the established event), and the
+     * endpoint is connected by the time the engine looks (the provider's thread moved it in
+     * between; seen on soft-RoCE): the message goes at once and the connection carries on.
+     */
+    @Test
+    void negotiationMessage_refusedWhileConnecting_connectedBeforeTheLook_postedAtOnce() throws RdmaException {
+        RuleFixture f = new RuleFixture(SmbDirectConfig.defaults(), 16, 16, IGNORE);
+        f.ep.refuseNextSendThen = EndpointState.CONNECTED;
+        assertTrue(f.sender.postNegotiationMessage(f.ep, b -> b.put(new byte[] {1, 2, 3}), 3, null));
+        assertEquals(1, f.ep.sent.size(), "posted again, once");
+        assertArrayEquals(new byte[] {1, 2, 3}, f.ep.sent.get(0));
+        assertEquals(List.of(), f.ended);
+    }
+
+    /** Still connecting when the engine looks: the message waits for the established event. */
+    @Test
+    void negotiationMessage_refusedWhileConnecting_postedWithTheEstablishedEvent() throws RdmaException {
+        RuleFixture f = new RuleFixture(SmbDirectConfig.defaults(), 16, 16, IGNORE);
+        f.ep.refuseNextSendThen = EndpointState.CONNECTING;
+        assertTrue(f.sender.postNegotiationMessage(f.ep, b -> b.put(new byte[] {4, 5}), 2, null));
+        assertEquals(0, f.ep.sent.size(), "nothing posted before the established event");
+        f.ep.state = EndpointState.CONNECTED;
+        f.sender.establishedEventArrived();
+        assertEquals(1, f.ep.sent.size());
+        assertArrayEquals(new byte[] {4, 5}, f.ep.sent.get(0));
+        assertEquals(List.of(), f.ended);
+    }
+
+    /** Refused and disconnected meanwhile: the connection ends with the provider's refusal. */
+    @Test
+    void negotiationMessage_refusedAndDisconnected_endsTheConnection() throws RdmaException {
+        RuleFixture f = new RuleFixture(SmbDirectConfig.defaults(), 16, 16, IGNORE);
+        f.ep.refuseNextSendThen = EndpointState.DISCONNECTED;
+        assertFalse(f.sender.postNegotiationMessage(f.ep, b -> b.put(new byte[] {6}), 1, null));
+        assertEquals(0, f.ep.sent.size());
+        assertEquals(List.of(org.smbdirect.transport.TerminationReason.TRANSPORT_ERROR), f.ended);
     }
 }
